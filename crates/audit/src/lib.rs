@@ -1,0 +1,1 @@
+//! shim-audit: see README.md.

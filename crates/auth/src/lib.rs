@@ -1,0 +1,1 @@
+//! shim-auth: see README.md.

@@ -1,0 +1,1 @@
+//! shim-exec: see README.md.

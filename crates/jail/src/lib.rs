@@ -1,0 +1,1 @@
+//! shim-jail: see README.md.
