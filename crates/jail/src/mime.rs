@@ -1,0 +1,63 @@
+//! FILE_STAT `mime_type` (JAIL_FILES_EXEC.md 8.2): a fixed table, deterministic on every
+//! host, keyed on the final name of a regular file.
+
+/// The MIME type for a regular file named `name`, or `None`.
+pub fn mime_for_name(name: &str) -> Option<&'static str> {
+    let lower = name.to_lowercase();
+    // A name with no `.` after its first character has no extension.
+    let first_len = lower.chars().next()?.len_utf8();
+    let dot = lower[first_len..].rfind('.')? + first_len;
+    let ext = &lower[dot + 1..];
+    for compound in [".tar.gz", ".tar.bz2", ".tar.xz"] {
+        if lower.len() > compound.len() && lower.ends_with(compound) {
+            return Some("application/x-tar");
+        }
+    }
+    Some(match ext {
+        "tgz" => "application/x-tar",
+        "txt" => "text/plain",
+        "csv" => "text/csv",
+        "tsv" => "text/tab-separated-values",
+        "md" | "markdown" => "text/markdown",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "js" | "mjs" => "text/javascript",
+        "json" => "application/json",
+        "xml" => "application/xml",
+        "py" => "text/x-python",
+        "sh" => "text/x-sh",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "bmp" => "image/bmp",
+        "webp" => "image/webp",
+        "svg" => "image/svg+xml",
+        "ico" => "image/vnd.microsoft.icon",
+        "tif" | "tiff" => "image/tiff",
+        "pdf" => "application/pdf",
+        "zip" => "application/zip",
+        "tar" => "application/x-tar",
+        "7z" => "application/x-7z-compressed",
+        "doc" => "application/msword",
+        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "xls" => "application/vnd.ms-excel",
+        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "ppt" => "application/vnd.ms-powerpoint",
+        "pptx" => "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "mp3" => "audio/mpeg",
+        "wav" => "audio/x-wav",
+        "ogg" => "audio/ogg",
+        "mp4" => "video/mp4",
+        "mov" => "video/quicktime",
+        "webm" => "video/webm",
+        "avi" => "video/x-msvideo",
+        "wasm" => "application/wasm",
+        "rtf" => "application/rtf",
+        "bin" => "application/octet-stream",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+#[path = "mime_tests.rs"]
+mod tests;

@@ -1,0 +1,160 @@
+//! FILE_LIST (9).
+
+use std::ffi::OsString;
+use std::os::fd::AsFd;
+use std::os::fd::BorrowedFd;
+
+use crate::error::JailError;
+use crate::error::OsCtx;
+use crate::error::map_os;
+use crate::glob::Glob;
+use crate::lexical::PathOs;
+use crate::root::JailRoot;
+use crate::sys;
+use crate::types::ListEntry;
+use crate::types::ListOptions;
+use crate::types::ListResult;
+use crate::walk::Mode;
+use crate::walk::Target;
+use crate::walk::Want;
+
+/// Entries examined before giving up with `truncated: true` (9.1 step 7).
+const MAX_EXAMINED: usize = 100_000;
+
+struct Lister<'a> {
+    jail: &'a JailRoot,
+    glob: Option<Glob>,
+    opts: &'a ListOptions,
+    out: Vec<ListEntry>,
+    examined: usize,
+    truncated: bool,
+}
+
+impl JailRoot {
+    /// FILE_LIST: lists a directory inside the root (9).
+    pub fn list(&self, wire: &str, opts: &ListOptions) -> Result<ListResult, JailError> {
+        let path = self.parse(wire)?;
+        if opts.max_entries == 0 {
+            return Err(JailError::Internal("max_entries must be at least 1".into()));
+        }
+        let r = self.resolve(
+            &path,
+            Mode {
+                follow_final: true,
+                want: Want::Dir,
+                need_parent: false,
+            },
+        )?;
+        let (meta, fd, open_err) = match &r.target {
+            Target::Missing { .. } => return Err(JailError::not_found(wire)),
+            Target::Existing { meta, fd, open_err } => (meta, fd, open_err),
+        };
+        if !meta.is_dir() {
+            return Err(JailError::internal("not a directory", wire));
+        }
+        if let Some(e) = open_err {
+            return Err(map_os(*e, wire, OsCtx::Other));
+        }
+        let Some(fd) = fd else {
+            return Err(JailError::internal("cannot open directory", wire));
+        };
+        let fold = sys::dir_is_case_insensitive(fd.as_fd());
+        let glob = opts
+            .glob
+            .as_deref()
+            .map(|g| Glob::new(g, fold, PathOs::host() == PathOs::Windows));
+        let mut l = Lister {
+            jail: self,
+            glob,
+            opts,
+            out: Vec::new(),
+            examined: 0,
+            truncated: false,
+        };
+        let names = sys::read_names(fd.as_fd()).map_err(|e| map_os(e, wire, OsCtx::Other))?;
+        l.dir(fd.as_fd(), &r.rel, names);
+        Ok(ListResult {
+            entries: l.out,
+            truncated: l.truncated,
+            path: self.display(&r.rel),
+        })
+    }
+}
+
+impl Lister<'_> {
+    fn done(&self) -> bool {
+        self.truncated
+    }
+
+    fn dir(&mut self, fd: BorrowedFd<'_>, rel: &[OsString], names: Vec<OsString>) {
+        // Names that are not valid UTF-8 are omitted (9.2).
+        let mut names: Vec<(String, OsString)> = names
+            .into_iter()
+            .filter_map(|n| n.to_str().map(|s| (s.to_owned(), n.clone())))
+            .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut subdirs = Vec::new();
+        for (name, os) in names {
+            if self.done() {
+                return;
+            }
+            if name.starts_with('.') && !self.opts.include_hidden {
+                continue;
+            }
+            self.examined += 1;
+            if self.examined > MAX_EXAMINED {
+                self.truncated = true;
+                return;
+            }
+            let Ok(meta) = sys::lstat_at(fd, &os) else {
+                continue;
+            };
+            if meta.is_dir() && self.opts.recursive {
+                subdirs.push(os.clone());
+            }
+            if !self.glob.as_ref().is_none_or(|g| g.matches(&name)) {
+                continue;
+            }
+            if self.out.len() >= self.opts.max_entries {
+                self.truncated = true;
+                return;
+            }
+            let mut erel = rel.to_vec();
+            erel.push(os.clone());
+            let (is_file, is_dir) = if meta.is_link() {
+                match self.jail.resolve_from(fd, rel, &os, Want::Meta) {
+                    Ok(r) => match r.meta() {
+                        Some(m) => (m.is_file(), m.is_dir()),
+                        None => (false, false),
+                    },
+                    Err(_) => (false, false),
+                }
+            } else {
+                (meta.is_file(), meta.is_dir())
+            };
+            self.out.push(ListEntry {
+                name,
+                path: self.jail.display(&erel),
+                is_file,
+                is_dir,
+                is_symlink: meta.is_link(),
+                size_bytes: meta.size,
+                mtime: meta.mtime,
+            });
+        }
+        for sub in subdirs {
+            if self.done() {
+                return;
+            }
+            let Ok(sfd) = sys::open_dir_nofollow(fd, &sub) else {
+                continue;
+            };
+            let Ok(names) = sys::read_names(sfd.as_fd()) else {
+                continue;
+            };
+            let mut srel = rel.to_vec();
+            srel.push(sub);
+            self.dir(sfd.as_fd(), &srel, names);
+        }
+    }
+}

@@ -1,0 +1,12 @@
+mod common;
+mod delete;
+mod escapes;
+mod list;
+mod mv;
+mod prop;
+mod race;
+mod read;
+mod resolve;
+mod root;
+mod stat;
+mod write;
