@@ -1,0 +1,5 @@
+//! Test modules.
+
+mod cli;
+mod common;
+mod keys;

@@ -1,0 +1,63 @@
+use super::*;
+
+fn store(dir: &Path, pass: &str) -> EncryptedFileStore {
+    EncryptedFileStore::with_params(dir, Secret::new(pass), KdfParams::MIN_ACCEPTED).unwrap()
+}
+
+#[test]
+fn round_trip_and_envelope_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "pw ");
+    s.set("audit_key", &Secret::new("00ff")).unwrap();
+    s.set("access_token/dep@https://x", &Secret::new("at-1"))
+        .unwrap();
+    assert_eq!(s.get("audit_key").unwrap().unwrap().expose(), "00ff");
+    assert_eq!(
+        s.get("access_token/dep@https://x")
+            .unwrap()
+            .unwrap()
+            .expose(),
+        "at-1"
+    );
+    assert!(s.get("refresh_token/dep@https://x").unwrap().is_none());
+    let text = std::fs::read_to_string(s.path()).unwrap();
+    assert!(text.starts_with("{\"cipher\":{\"name\":\"aes-256-gcm\",\"nonce\":\""));
+    assert!(text.contains("\"format\":\"autogpt-shim-credentials\",\"kdf\":{\"iterations\":2,\"memory_kib\":19456,\"name\":\"argon2id\",\"parallelism\":1,\"salt\":\""));
+    assert!(text.ends_with("\"version\":19},\"version\":1}\n"));
+    assert!(!text.contains("at-1"));
+    // The passphrase is exact bytes: a trimmed one is wrong.
+    assert!(matches!(
+        store(dir.path(), "pw").get("audit_key"),
+        Err(CredentialError::Decrypt { .. })
+    ));
+    assert!(s.delete("access_token/dep@https://x").unwrap());
+    assert!(!s.delete("access_token/dep@https://x").unwrap());
+    assert!(matches!(
+        s.get("access_token"),
+        Err(CredentialError::UnsupportedAccount(_))
+    ));
+}
+
+#[test]
+fn parameters_out_of_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "pw");
+    s.set("audit_key", &Secret::new("k")).unwrap();
+    let good = std::fs::read_to_string(s.path()).unwrap();
+    for (from, to) in [
+        ("\"memory_kib\":19456", "\"memory_kib\":19455"),
+        ("\"iterations\":2", "\"iterations\":11"),
+        ("\"parallelism\":1", "\"parallelism\":9"),
+        ("\"version\":1}", "\"version\":2}"),
+        (
+            "\"format\":\"autogpt-shim-credentials\"",
+            "\"format\":\"other\"",
+        ),
+    ] {
+        std::fs::write(s.path(), good.replace(from, to)).unwrap();
+        assert!(
+            matches!(s.get("audit_key"), Err(CredentialError::Decrypt { .. })),
+            "{to}"
+        );
+    }
+}
