@@ -1,0 +1,4 @@
+//! Test modules.
+
+mod audit_key;
+mod keychain;
