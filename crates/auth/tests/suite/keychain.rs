@@ -18,6 +18,7 @@ fn have(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+#[allow(clippy::print_stderr)] // the skip message is the point
 /// Runs `test` in a child of this binary inside a private D-Bus session with an unlocked keyring.
 fn run_inside_dbus(test: &str) {
     let missing: Vec<&str> = ["dbus-run-session", "gnome-keyring-daemon"]
