@@ -1,0 +1,3 @@
+mod client;
+mod hello;
+mod relay;
