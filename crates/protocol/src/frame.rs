@@ -166,6 +166,27 @@ pub fn decode(text: &str) -> Result<Frame, DecodeError> {
     if text.len() > MAX_FRAME_BYTES {
         return Err(DecodeError::TooLarge { len: text.len() });
     }
+    // Fast path: one pass that deserialises the payload straight into its type when `type`
+    // precedes `payload` (as both the platform and this crate write frames). serde_json
+    // caps the nesting of every value it builds at 128 levels, but skips ignored values
+    // (unknown fields) without a limit, so a frame in which anything was ignored goes
+    // through the precise path, which scans the nesting first. Anything else the fast
+    // path does not accept is classified precisely there too.
+    let mut ignored = false;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let fast = serde_ignored::deserialize(&mut de, |_| ignored = true)
+        .and_then(|f: FastFrame| de.end().map(|()| f));
+    if let Ok(frame) = fast
+        && !ignored
+    {
+        return Ok(frame.0);
+    }
+    decode_precise(text)
+}
+
+/// The two-phase decoder: the envelope first (with the payload kept raw), then the
+/// payload, so every failure is classified (answerable or not, and with which code).
+pub(crate) fn decode_precise(text: &str) -> Result<Frame, DecodeError> {
     // serde_json limits recursion only where it builds values; raw and ignored values
     // are skipped without a limit, so the whole frame is checked once here.
     if nesting_exceeds(text.as_bytes(), MAX_NESTING_DEPTH) {
@@ -252,30 +273,142 @@ pub fn decode(text: &str) -> Result<Frame, DecodeError> {
     })
 }
 
-/// Whether arrays and objects nest deeper than `max` levels. Strings are skipped with
-/// `memchr`, so the scan costs little next to parsing; malformed input is left to the
-/// parser.
+/// A frame decoded in one pass; fails (and so defers to the precise path) on anything
+/// unusual: `payload` before `type`, a duplicate key, a null or non-object payload, a
+/// missing or empty id, or a payload that breaks its rules.
+struct FastFrame(Frame);
+
+impl<'de> Deserialize<'de> for FastFrame {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(FastVisitor)
+    }
+}
+
+struct FastVisitor;
+
+impl<'de> serde::de::Visitor<'de> for FastVisitor {
+    type Value = FastFrame;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a frame object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<FastFrame, A::Error> {
+        use serde::de::Error;
+        let mut ty: Option<MessageType> = None;
+        let mut id: Option<String> = None;
+        let mut ts: Option<f64> = None;
+        let mut version: Option<Option<String>> = None;
+        let mut pending_capacity: Option<Option<i64>> = None;
+        let mut message: Option<Message> = None;
+        let dup = || A::Error::custom("duplicate or misplaced key");
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "type" if ty.is_none() && message.is_none() => {
+                    let name = map.next_value::<Cow<'de, str>>()?;
+                    ty = Some(
+                        MessageType::from_wire(&name)
+                            .ok_or_else(|| A::Error::custom("unknown type"))?,
+                    );
+                }
+                "id" if id.is_none() => id = Some(map.next_value()?),
+                "ts" if ts.is_none() => ts = Some(map.next_value()?),
+                "version" if version.is_none() => version = Some(map.next_value()?),
+                "pending_capacity" if pending_capacity.is_none() => {
+                    pending_capacity = Some(map.next_value()?);
+                }
+                "payload" if message.is_none() => {
+                    let t = ty.ok_or_else(dup)?;
+                    message = Some(map.next_value_seed(PayloadSeed(t))?);
+                }
+                "type" | "id" | "ts" | "version" | "pending_capacity" | "payload" => {
+                    return Err(dup());
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        let ty = ty.ok_or_else(|| A::Error::custom("no type"))?;
+        let id = id
+            .filter(|i| !i.is_empty())
+            .ok_or_else(|| A::Error::custom("no id"))?;
+        let message = match message {
+            Some(m) => m,
+            None => Message::decode_payload(ty, "{}").map_err(|_| A::Error::custom("payload"))?,
+        };
+        Ok(FastFrame(Frame {
+            id,
+            ts: ts.ok_or_else(|| A::Error::custom("no ts"))?,
+            version: version.flatten(),
+            pending_capacity: pending_capacity.flatten(),
+            message,
+        }))
+    }
+}
+
+/// Deserialises a payload of a known type; only a JSON object is accepted (serde would
+/// otherwise read an array as a struct).
+struct PayloadSeed(MessageType);
+
+impl<'de> serde::de::DeserializeSeed<'de> for PayloadSeed {
+    type Value = Message;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Message, D::Error> {
+        Message::deserialize_payload(self.0, MapOnly(d))
+    }
+}
+
+/// A deserializer that reads only JSON objects, whatever the visitor asks for.
+struct MapOnly<D>(D);
+
+impl<'de, D: serde::Deserializer<'de>> serde::Deserializer<'de> for MapOnly<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_map(v)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// Whether arrays and objects nest deeper than `max` levels. A frame with at most `max`
+/// opening brackets cannot (one SIMD count); otherwise strings are skipped by searching
+/// for quotes only and checking the parity of the backslashes before each, so escapes
+/// such as `\n` cost nothing. Malformed input is left to the parser.
 fn nesting_exceeds(bytes: &[u8], max: usize) -> bool {
+    if memchr::memchr2_iter(b'[', b'{', bytes).count() <= max {
+        return false;
+    }
     let mut depth = 0usize;
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         match b {
             b'"' => {
-                i += 1;
+                // Find the closing quote: one preceded by an even number of backslashes.
+                let mut from = i + 1;
                 loop {
                     let Some(off) = bytes
-                        .get(i..)
-                        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                        .get(from..)
+                        .and_then(|rest| memchr::memchr(b'"', rest))
                     else {
                         return false;
                     };
-                    i += off;
-                    if bytes.get(i) == Some(&b'\\') {
-                        i += 2;
-                    } else {
+                    let q = from + off;
+                    let backslashes = bytes
+                        .get(i + 1..q)
+                        .map_or(0, |s| s.iter().rev().take_while(|&&c| c == b'\\').count());
+                    from = q + 1;
+                    if backslashes % 2 == 0 {
                         break;
                     }
                 }
+                i = from;
+                continue;
             }
             b'[' | b'{' => {
                 depth += 1;

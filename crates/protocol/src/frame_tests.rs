@@ -405,3 +405,28 @@ fn hello_over_64_kib_is_refused_by_the_encoder() {
         Err(EncodeError::HelloTooLarge { .. })
     ));
 }
+
+#[test]
+fn the_nesting_scan_skips_strings_and_their_escapes_exactly() {
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    // Brackets inside strings never count, whatever the escapes before the quotes.
+    let inside = format!(
+        r#"{{"type":"PING","id":"r1","ts":1,"payload":{{"x":"{}\\","y":"\"{}"}}}}"#,
+        "[".repeat(300),
+        "{".repeat(300)
+    );
+    assert!(decode(&inside).is_ok(), "{inside}");
+    // An escaped backslash ends the string; the brackets after it are structure.
+    let after = format!(
+        r#"{{"type":"PING","id":"r1","ts":1,"payload":{{"x":"\\","y":{}}}}}"#,
+        deep(200)
+    );
+    assert_eq!(err(&after), DecodeError::TooDeep);
+    // An escaped quote does not end the string.
+    let escaped = format!(
+        r#"{{"type":"PING","id":"r1","ts":1,"payload":{{"x":"\"{}\"","y":{}}}}}"#,
+        "[".repeat(200),
+        deep(10)
+    );
+    assert!(decode(&escaped).is_ok());
+}

@@ -52,6 +52,10 @@ fn round_trip_all() {
                     .map_err(|e| TestCaseError::fail(format!("{ty}: {e}\n{text}")))?;
                 prop_assert_eq!(&back.message, &msg, "{}", text);
                 prop_assert_eq!(&back.id, &id);
+                // The one-pass fast path and the precise path agree.
+                let precise = frame::decode_precise(&text)
+                    .map_err(|e| TestCaseError::fail(format!("{ty}: {e}")))?;
+                prop_assert_eq!(&precise, &back);
                 Ok(())
             },
         )

@@ -199,6 +199,21 @@ macro_rules! message_table {
                 }
             }
 
+            /// Deserialises and validates the payload of a frame of type `ty` in the same
+            /// pass as the envelope (the decoder's fast path).
+            pub(crate) fn deserialize_payload<'de, D: Deserializer<'de>>(
+                ty: MessageType,
+                d: D,
+            ) -> Result<Message, D::Error> {
+                match ty {
+                    $(MessageType::$variant => {
+                        let p = <$payload as Deserialize>::deserialize(d)?;
+                        p.validate().map_err(|inv| serde::de::Error::custom(inv.reason))?;
+                        Ok(Message::$variant(p))
+                    })*
+                }
+            }
+
             /// Serialises the payload object.
             pub(crate) fn serialize_payload<S: serde::Serializer>(
                 &self,
