@@ -94,14 +94,14 @@ async fn main() -> Result<()> {
     // 2. A correlated request: the platform pings, the daemon answers PONG.
     let answer = tokio::spawn(async move {
         while let Some(Ok(tungstenite::Message::Text(t))) = ws.next().await {
-            if let Ok(f) = frame::decode(&t) {
-                if matches!(f.message, Message::Ping(_)) {
-                    println!("platform -> PING id={}", f.id);
-                    let pong = frame::encode_shim(&f.id, 2.0, None, &Message::Pong(Empty {}))?;
-                    println!("daemon  -> PONG id={}", f.id);
-                    ws.send(tungstenite::Message::text(pong)).await?;
-                    return Ok::<_, Box<dyn std::error::Error + Send + Sync>>(());
-                }
+            if let Ok(f) = frame::decode(&t)
+                && matches!(f.message, Message::Ping(_))
+            {
+                println!("platform -> PING id={}", f.id);
+                let pong = frame::encode_shim(&f.id, 2.0, None, &Message::Pong(Empty {}))?;
+                println!("daemon  -> PONG id={}", f.id);
+                ws.send(tungstenite::Message::text(pong)).await?;
+                return Ok::<_, Box<dyn std::error::Error + Send + Sync>>(());
             }
         }
         Err("socket ended".into())

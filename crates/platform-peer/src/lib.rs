@@ -9,9 +9,11 @@
 //! the platform would punish (unknown id, second terminal response, wrong response type,
 //! a type the relay does not accept) so tests can fail on them.
 //!
-//! Not built yet: the OAuth endpoints of `AUDIT_AUTH_CLI.md` 3.2 (see the crate README).
+//! On the same port it serves the platform's OAuth endpoints (`AUDIT_AUTH_CLI.md` 3.2):
+//! `/auth/authorize`, `/api/oauth/token` and `/api/oauth/revoke` (see [`oauth`]).
 
 mod connection;
+pub mod oauth;
 mod server;
 
 pub use connection::Connection;

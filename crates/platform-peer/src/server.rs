@@ -32,6 +32,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::PeerError;
 use crate::connection::Connection;
+use crate::oauth::OAuthState;
+use crate::oauth::Scripted;
 
 const WS_PREFIX: &str = "/ws/local-executor";
 
@@ -108,6 +110,7 @@ pub struct Rejection {
 
 pub(crate) struct Shared {
     pub(crate) config: Mutex<PeerConfig>,
+    pub(crate) oauth: Mutex<OAuthState>,
     pub(crate) violations: Mutex<Vec<String>>,
     pub(crate) rejections: Mutex<Vec<Rejection>>,
 }
@@ -117,6 +120,18 @@ impl Shared {
         tracing::warn!(%text, "protocol violation by the daemon");
         if let Ok(mut v) = self.violations.lock() {
             v.push(text);
+        }
+    }
+
+    /// Stops accepting `token` on upgrades, keeping the list non-empty so that the
+    /// "any token" mode of an empty list does not come back.
+    pub(crate) fn forget_token(&self, token: &str) {
+        if let Ok(mut c) = self.config.lock() {
+            c.tokens.retain(|t| t != token);
+            if c.tokens.is_empty() {
+                c.tokens
+                    .push(format!("unused-{}", uuid::Uuid::new_v4().simple()));
+            }
         }
     }
 
@@ -152,6 +167,7 @@ impl Peer {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             config: Mutex::new(config),
+            oauth: Mutex::new(OAuthState::default()),
             violations: Mutex::new(Vec::new()),
             rejections: Mutex::new(Vec::new()),
         });
@@ -168,6 +184,77 @@ impl Peer {
     /// `ws://127.0.0.1:PORT/ws/local-executor`, the daemon's `ws_base`.
     pub fn ws_base(&self) -> String {
         format!("ws://{}{WS_PREFIX}", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT`: the daemon's `platform_url`, from which it derives the
+    /// WebSocket base and the OAuth endpoints (AUDIT_AUTH_CLI.md 3.2).
+    pub fn http_base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Mints an access and refresh token pair as if a login had happened, and accepts
+    /// the access token on upgrades.
+    pub fn issue_tokens(&self) -> (String, String) {
+        let pair = match self.shared.oauth.lock() {
+            Ok(mut o) => o.mint(),
+            Err(_) => (String::new(), String::new()),
+        };
+        if let Ok(mut c) = self.shared.config.lock() {
+            c.tokens.push(pair.0.clone());
+        }
+        pair
+    }
+
+    /// Stops accepting an access token on upgrades (as if it expired): the next upgrade
+    /// with it gets HTTP 401.
+    pub fn expire_access_token(&self, token: &str) {
+        self.shared.forget_token(token);
+    }
+
+    /// How many token requests of a `grant_type` arrived (`authorization_code`,
+    /// `refresh_token`).
+    pub fn token_requests(&self, grant_type: &str) -> usize {
+        self.shared
+            .oauth
+            .lock()
+            .map(|o| o.token_requests.get(grant_type).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    /// Answers the next token request with `status` and `body` instead.
+    pub fn script_token_response(&self, status: u16, body: &str) {
+        if let Ok(mut o) = self.shared.oauth.lock() {
+            o.scripted_token.push_back(Scripted {
+                status,
+                body: body.to_owned(),
+            });
+        }
+    }
+
+    /// Answers the next revocation request with `status` and `body` instead.
+    pub fn script_revoke_response(&self, status: u16, body: &str) {
+        if let Ok(mut o) = self.shared.oauth.lock() {
+            o.scripted_revoke.push_back(Scripted {
+                status,
+                body: body.to_owned(),
+            });
+        }
+    }
+
+    /// Makes the authorization endpoint redirect back with `error=access_denied`.
+    pub fn deny_authorization(&self, deny: bool) {
+        if let Ok(mut o) = self.shared.oauth.lock() {
+            o.deny_authorization = deny;
+        }
+    }
+
+    /// The revocations received, as `(token_type_hint, token)`.
+    pub fn revocations(&self) -> Vec<(String, String)> {
+        self.shared
+            .oauth
+            .lock()
+            .map(|o| o.revocations.clone())
+            .unwrap_or_default()
     }
 
     /// The bound address.
@@ -225,11 +312,44 @@ async fn accept_loop(
         let shared = shared.clone();
         let accepted = accepted.clone();
         tokio::spawn(async move {
-            if let Some(conn) = handshake(stream, shared).await {
-                let _ = accepted.send(conn);
+            if is_websocket_upgrade(&stream).await {
+                if let Some(conn) = handshake(stream, shared).await {
+                    let _ = accepted.send(conn);
+                }
+            } else {
+                serve_http(stream, shared).await;
             }
         });
     }
+}
+
+/// Peeks at the request head (without consuming it) to route WebSocket upgrades to
+/// tungstenite and everything else to the HTTP endpoints.
+async fn is_websocket_upgrade(stream: &TcpStream) -> bool {
+    let mut buf = vec![0u8; 8192];
+    for _ in 0..1000 {
+        let Ok(n) = stream.peek(&mut buf).await else {
+            return false;
+        };
+        let head = &buf[..n];
+        if n == 0 || n == buf.len() || head.windows(4).any(|w| w == b"\r\n\r\n") {
+            return String::from_utf8_lossy(head)
+                .to_ascii_lowercase()
+                .contains("upgrade: websocket");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    false
+}
+
+async fn serve_http(stream: TcpStream, shared: Arc<Shared>) {
+    let service = hyper::service::service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, std::convert::Infallible>(crate::oauth::serve(req, &shared).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+        .await;
 }
 
 fn http_error(status: u16, reason: &str) -> ErrorResponse {
