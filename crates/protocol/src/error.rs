@@ -165,6 +165,7 @@ impl<'de> Deserialize<'de> for ErrorCode {
 
 /// The `ERROR` payload (section 7.9).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ErrorPayload {
     /// The error code.
     pub code: ErrorCode,
@@ -176,6 +177,10 @@ pub struct ErrorPayload {
     pub fatal: bool,
     /// Code-specific details, or null.
     #[serde(default)]
+    #[cfg_attr(
+        any(test, feature = "arbitrary"),
+        proptest(strategy = "crate::arb::json_object_opt()")
+    )]
     pub details: Option<Map<String, Value>>,
 }
 

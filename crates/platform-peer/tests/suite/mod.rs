@@ -1,0 +1,4 @@
+mod client;
+mod hello;
+mod oauth;
+mod relay;

@@ -1,0 +1,2 @@
+mod golden;
+mod hello_rules;

@@ -1,0 +1,348 @@
+//! `cargo xtask`: the commands developers and CI run (see the README).
+//!
+//! Every command installs what it needs first: missing Debian packages through apt-get
+//! (as root, or with passwordless sudo; otherwise it prints the exact command and stops),
+//! and the cargo tools it uses through `cargo install --locked`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use anyhow::Result;
+use anyhow::bail;
+use clap::Parser;
+use clap::Subcommand;
+
+/// Debian packages the build needs (MACHINE.md: xcap, rdev, serialport, keyring).
+const BUILD_PACKAGES: &[&str] = &[
+    "pkg-config",
+    "libclang-dev",
+    "libpipewire-0.3-dev",
+    "libgbm-dev",
+    "libegl-dev",
+    "libxcb1-dev",
+    "libx11-dev",
+    "libxi-dev",
+    "libxtst-dev",
+    "libudev-dev",
+    "libdbus-1-dev",
+];
+
+/// Debian packages the tests need (X server, window manager, keyring, pty pairs).
+const TEST_PACKAGES: &[&str] = &[
+    "xvfb",
+    "openbox",
+    "xterm",
+    "xdotool",
+    "xclip",
+    "keyutils",
+    "dbus",
+    "gnome-keyring",
+    "socat",
+];
+
+/// Fuzz targets under `fuzz/`.
+const FUZZ_TARGETS: &[&str] = &["protocol_decode", "jail_ops"];
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "Project automation for the AutoGPT local executor"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the demo on the embedded loopback platform peer (no account, no network).
+    Demo,
+    /// Install everything, then run every check and test (what CI runs).
+    Test,
+    /// Run every check and test without installing anything.
+    Ci,
+    /// Install the system packages and cargo tools the build and tests need.
+    Setup,
+    /// Run a fuzz target on the stable toolchain (cargo-fuzz, no sanitizer).
+    Fuzz {
+        /// The target, e.g. protocol_decode.
+        target: String,
+        /// How long to fuzz, in seconds.
+        #[arg(long, default_value_t = 60)]
+        time: u64,
+    },
+    /// Run a benchmark that prints figures.
+    Bench {
+        /// Which: audit.
+        what: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cmd: Cmd) -> Result<()> {
+    let root = workspace_root()?;
+    std::env::set_current_dir(&root).context("cannot enter the workspace root")?;
+    match cmd {
+        Cmd::Demo => {
+            ensure_packages(BUILD_PACKAGES)?;
+            cargo(&[
+                "run",
+                "--quiet",
+                "-p",
+                "shim-platform-peer",
+                "--example",
+                "demo",
+            ])
+        }
+        Cmd::Setup => setup(),
+        Cmd::Test => {
+            setup()?;
+            ci(&root)
+        }
+        Cmd::Ci => ci(&root),
+        Cmd::Fuzz { target, time } => {
+            ensure_cargo_tool("fuzz", "cargo-fuzz")?;
+            fuzz(&root, &target, time)
+        }
+        Cmd::Bench { what } => match what.as_str() {
+            "audit" => cargo(&[
+                "run",
+                "--release",
+                "-p",
+                "shim-audit",
+                "--example",
+                "bench_audit",
+            ]),
+            other => bail!("unknown benchmark {other:?}; known: audit"),
+        },
+    }
+}
+
+fn setup() -> Result<()> {
+    let mut all: Vec<&str> = BUILD_PACKAGES.to_vec();
+    all.extend_from_slice(TEST_PACKAGES);
+    ensure_packages(&all)?;
+    ensure_cargo_tool("deny", "cargo-deny")?;
+    ensure_cargo_tool("fuzz", "cargo-fuzz")?;
+    Ok(())
+}
+
+fn ci(root: &Path) -> Result<()> {
+    step("format", || cargo(&["fmt", "--all", "--", "--check"]))?;
+    step("clippy", || {
+        cargo(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ])
+    })?;
+    step("tests", || {
+        // Missing fixtures (keyring, X server) are failures here, not skips.
+        let status = Command::new(cargo_bin())
+            .args(["test", "--workspace"])
+            .env("SHIM_REQUIRE_KEYRING", "1")
+            .status()
+            .context("cannot run cargo test")?;
+        check(status, "cargo test --workspace")
+    })?;
+    step("licences, bans and sources", || {
+        // The advisory database cannot be fetched on our machines.
+        cargo(&[
+            "deny",
+            "--log-level",
+            "error",
+            "check",
+            "licenses",
+            "bans",
+            "sources",
+        ])
+    })?;
+    step("fuzz targets build", || {
+        for target in FUZZ_TARGETS {
+            let status = Command::new(cargo_bin())
+                .args(["fuzz", "build", "-s", "none", target])
+                .current_dir(root.join("fuzz"))
+                .status()
+                .context("cannot run cargo fuzz")?;
+            check(status, &format!("cargo fuzz build {target}"))?;
+        }
+        Ok(())
+    })?;
+    step("demo", || {
+        cargo(&[
+            "run",
+            "--quiet",
+            "-p",
+            "shim-platform-peer",
+            "--example",
+            "demo",
+        ])
+    })?;
+    println!("xtask: all checks passed");
+    Ok(())
+}
+
+fn fuzz(root: &Path, target: &str, seconds: u64) -> Result<()> {
+    if !FUZZ_TARGETS.contains(&target) {
+        bail!("unknown fuzz target {target:?}; known: {FUZZ_TARGETS:?}");
+    }
+    let corpus = root.join("fuzz/corpus").join(target);
+    std::fs::create_dir_all(&corpus).context("cannot create the corpus folder")?;
+    if target == "protocol_decode" {
+        // Seed with the golden fixtures: one valid frame of every type.
+        for entry in std::fs::read_dir(root.join("crates/protocol/tests/golden"))? {
+            let path = entry?.path();
+            if let Some(name) = path.file_name() {
+                std::fs::copy(&path, corpus.join(name))?;
+            }
+        }
+    }
+    let status = Command::new(cargo_bin())
+        .args(["fuzz", "run", "-s", "none", target])
+        .arg(&corpus)
+        .arg("--")
+        .arg(format!("-max_total_time={seconds}"))
+        .arg("-print_final_stats=1")
+        .current_dir(root.join("fuzz"))
+        .status()
+        .context("cannot run cargo fuzz")?;
+    check(status, &format!("cargo fuzz run {target}"))
+}
+
+fn step(name: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
+    println!("xtask: == {name} ==");
+    f().with_context(|| format!("step '{name}' failed"))
+}
+
+fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    let status = Command::new(cargo_bin())
+        .args(args)
+        .status()
+        .with_context(|| format!("cannot run cargo {}", args.join(" ")))?;
+    check(status, &format!("cargo {}", args.join(" ")))
+}
+
+fn check(status: std::process::ExitStatus, what: &str) -> Result<()> {
+    if status.success() {
+        Ok(())
+    } else {
+        bail!("{what} failed ({status})")
+    }
+}
+
+fn workspace_root() -> Result<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map(Path::to_path_buf)
+        .context("xtask must live in the workspace")
+}
+
+fn installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .unwrap_or(false)
+}
+
+fn ensure_packages(packages: &[&str]) -> Result<()> {
+    if cfg!(not(target_os = "linux")) {
+        return Ok(());
+    }
+    if Command::new("dpkg-query")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!(
+            "xtask: not a Debian-based system; make sure these are installed: {}",
+            packages.join(" ")
+        );
+        return Ok(());
+    }
+    let missing: Vec<&str> = packages.iter().copied().filter(|p| !installed(p)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let install = format!(
+        "apt-get install -y --no-install-recommends {}",
+        missing.join(" ")
+    );
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let sudo = if is_root {
+        None
+    } else if Command::new("sudo")
+        .args(["-n", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        Some("sudo")
+    } else {
+        bail!(
+            "missing system packages: {}\nhint: run `sudo apt-get update && sudo {install}`, then run this command again",
+            missing.join(" ")
+        );
+    };
+    println!("xtask: installing system packages: {}", missing.join(" "));
+    let run = |args: &[&str]| -> Result<()> {
+        let mut cmd = match sudo {
+            Some(s) => {
+                let mut c = Command::new(s);
+                c.args(args);
+                c
+            }
+            None => {
+                let mut c = Command::new(args[0]);
+                c.args(&args[1..]);
+                c
+            }
+        };
+        let status = cmd
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .with_context(|| format!("cannot run {}", args.join(" ")))?;
+        check(status, &args.join(" "))
+    };
+    run(&["apt-get", "update", "-q"])?;
+    let mut args = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
+    args.extend(missing.iter().copied());
+    run(&args)
+}
+
+fn ensure_cargo_tool(subcommand: &str, crate_name: &str) -> Result<()> {
+    let present = Command::new(cargo_bin())
+        .args([subcommand, "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if present {
+        return Ok(());
+    }
+    println!("xtask: installing {crate_name}");
+    cargo(&["install", "--locked", crate_name])
+}
