@@ -42,3 +42,10 @@ pub use root::JailConfig;
 #[cfg(unix)]
 pub use root::JailRoot;
 pub use types::*;
+
+/// The authority token [`JailRoot::open`] takes, re-exported so callers need not depend
+/// on cap-std to name it.
+pub use cap_std::AmbientAuthority;
+/// Obtains the ambient-authority token (cap-std); call it only where opening a root is
+/// intended.
+pub use cap_std::ambient_authority;

@@ -39,7 +39,9 @@ pub(crate) fn remove_entry(
             wire,
         ));
     }
-    let names = sys::read_names(fd.as_fd()).map_err(|e| map_os(e, wire, OsCtx::Other))?;
+    let mut names = sys::read_names(fd.as_fd()).map_err(|e| map_os(e, wire, OsCtx::Other))?;
+    // Deterministic order (name order), like FILE_LIST.
+    names.sort();
     for child in names {
         remove_entry(fd.as_fd(), &child, dev, wire)?;
     }

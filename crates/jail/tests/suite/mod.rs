@@ -2,6 +2,7 @@ mod common;
 mod delete;
 mod escapes;
 mod list;
+mod mounts;
 mod mv;
 mod prop;
 mod race;
