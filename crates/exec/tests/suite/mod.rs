@@ -1,0 +1,10 @@
+mod checks;
+mod common;
+mod helper;
+mod limits;
+mod output;
+mod process;
+mod pty;
+mod run;
+mod shells;
+mod timeout;
