@@ -3,6 +3,8 @@
 use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::os::fd::BorrowedFd;
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
 
 use crate::error::JailError;
 use crate::error::OsCtx;
@@ -72,7 +74,29 @@ impl JailRoot {
             truncated: false,
         };
         let names = sys::read_names(fd.as_fd()).map_err(|e| map_os(e, wire, OsCtx::Other))?;
-        l.dir(fd.as_fd(), &r.rel, names);
+        // Directory-level pre-order without recursion: a directory's entries are reported,
+        // then its subdirectories are visited in name order (a stack of pending ones).
+        let mut pending: Vec<(Rc<OwnedFd>, OsString, Vec<OsString>)> = Vec::new();
+        let base = Rc::new(
+            fd.try_clone()
+                .map_err(|e| JailError::Internal(e.to_string()))?,
+        );
+        let subdirs = l.dir(base.as_fd(), &r.rel, names);
+        push_subdirs(&mut pending, &base, &r.rel, subdirs);
+        while let Some((parent, name, rel)) = pending.pop() {
+            if l.done() {
+                break;
+            }
+            let Ok(sfd) = sys::open_dir_nofollow(parent.as_fd(), &name) else {
+                continue;
+            };
+            let Ok(names) = sys::read_names(sfd.as_fd()) else {
+                continue;
+            };
+            let sfd = Rc::new(sfd);
+            let subdirs = l.dir(sfd.as_fd(), &rel, names);
+            push_subdirs(&mut pending, &sfd, &rel, subdirs);
+        }
         Ok(ListResult {
             entries: l.out,
             truncated: l.truncated,
@@ -86,7 +110,8 @@ impl Lister<'_> {
         self.truncated
     }
 
-    fn dir(&mut self, fd: BorrowedFd<'_>, rel: &[OsString], names: Vec<OsString>) {
+    /// Reports the entries of one directory; returns its subdirectories to visit.
+    fn dir(&mut self, fd: BorrowedFd<'_>, rel: &[OsString], names: Vec<OsString>) -> Vec<OsString> {
         // Names that are not valid UTF-8 are omitted (9.2).
         let mut names: Vec<(String, OsString)> = names
             .into_iter()
@@ -96,7 +121,7 @@ impl Lister<'_> {
         let mut subdirs = Vec::new();
         for (name, os) in names {
             if self.done() {
-                return;
+                return subdirs;
             }
             if name.starts_with('.') && !self.opts.include_hidden {
                 continue;
@@ -104,7 +129,7 @@ impl Lister<'_> {
             self.examined += 1;
             if self.examined > MAX_EXAMINED {
                 self.truncated = true;
-                return;
+                return subdirs;
             }
             let Ok(meta) = sys::lstat_at(fd, &os) else {
                 continue;
@@ -117,7 +142,7 @@ impl Lister<'_> {
             }
             if self.out.len() >= self.opts.max_entries {
                 self.truncated = true;
-                return;
+                return subdirs;
             }
             let mut erel = rel.to_vec();
             erel.push(os.clone());
@@ -142,19 +167,20 @@ impl Lister<'_> {
                 mtime: meta.mtime,
             });
         }
-        for sub in subdirs {
-            if self.done() {
-                return;
-            }
-            let Ok(sfd) = sys::open_dir_nofollow(fd, &sub) else {
-                continue;
-            };
-            let Ok(names) = sys::read_names(sfd.as_fd()) else {
-                continue;
-            };
-            let mut srel = rel.to_vec();
-            srel.push(sub);
-            self.dir(sfd.as_fd(), &srel, names);
-        }
+        subdirs
+    }
+}
+
+/// Queues `subdirs` of `dir` so that they pop in name order.
+fn push_subdirs(
+    pending: &mut Vec<(Rc<OwnedFd>, OsString, Vec<OsString>)>,
+    dir: &Rc<OwnedFd>,
+    rel: &[OsString],
+    subdirs: Vec<OsString>,
+) {
+    for sub in subdirs.into_iter().rev() {
+        let mut srel = rel.to_vec();
+        srel.push(sub.clone());
+        pending.push((Rc::clone(dir), sub, srel));
     }
 }

@@ -2,8 +2,10 @@
 //! (10.2) and cross-device copy (11.3).
 
 use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::os::fd::BorrowedFd;
+use std::os::fd::OwnedFd;
 
 use rustix::io::Errno;
 
@@ -14,38 +16,102 @@ use crate::sys;
 
 /// Removes the entry `name` in `dir`: links and files are unlinked, directories removed
 /// children first, never following links and never crossing into another device.
+/// Iterative (an explicit stack), so a deep tree cannot exhaust the thread's stack.
 pub(crate) fn remove_entry(
     dir: BorrowedFd<'_>,
     name: &OsStr,
     dev: u64,
     wire: &str,
 ) -> Result<(), JailError> {
-    let meta = sys::lstat_at(dir, name).map_err(|e| map_os(e, wire, OsCtx::Other))?;
+    let err = |e: Errno| map_os(e, wire, OsCtx::Other);
+    let meta = sys::lstat_at(dir, name).map_err(err)?;
     if !meta.is_dir() {
-        return sys::unlink(dir, name).map_err(|e| map_os(e, wire, OsCtx::Other));
+        return sys::unlink(dir, name).map_err(err);
     }
+    let Some(top) = open_for_removal(dir, name, dev, wire)? else {
+        return Ok(());
+    };
+    // Each frame: the directory being emptied, its remaining children (popped from the
+    // end, so sorted descending), and its own name in the parent frame.
+    let mut stack: Vec<Frame> = vec![top_frame(top, name, wire)?];
+    loop {
+        let step = match stack.last_mut() {
+            None => return Ok(()),
+            Some((fd, names, _)) => match names.pop() {
+                None => Step::Emptied,
+                Some(child) => {
+                    let cm = sys::lstat_at(fd.as_fd(), &child).map_err(err)?;
+                    if cm.is_dir() {
+                        match open_for_removal(fd.as_fd(), &child, dev, wire)? {
+                            Some(cfd) => Step::Descend(top_frame(cfd, &child, wire)?),
+                            None => Step::Next,
+                        }
+                    } else {
+                        sys::unlink(fd.as_fd(), &child).map_err(err)?;
+                        Step::Next
+                    }
+                }
+            },
+        };
+        match step {
+            Step::Descend(frame) => stack.push(frame),
+            Step::Next => {}
+            Step::Emptied => {
+                let Some((fd, _, own)) = stack.pop() else {
+                    return Ok(());
+                };
+                drop(fd);
+                let parent = stack.last().map_or(dir, |(p, _, _)| p.as_fd());
+                sys::rmdir(parent, &own).map_err(err)?;
+            }
+        }
+    }
+}
+
+type Frame = (OwnedFd, Vec<OsString>, OsString);
+
+enum Step {
+    /// A child directory to empty first.
+    Descend(Frame),
+    /// A child was removed as an entry.
+    Next,
+    /// The top directory is empty: remove it from its parent.
+    Emptied,
+}
+
+/// Opens a directory to be removed; `None` if it was swapped for a non-directory since
+/// the `lstat` (then it has already been unlinked as an entry).
+fn open_for_removal(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    dev: u64,
+    wire: &str,
+) -> Result<Option<OwnedFd>, JailError> {
+    let err = |e: Errno| map_os(e, wire, OsCtx::Other);
     let fd = match sys::open_dir_nofollow(dir, name) {
         Ok(fd) => fd,
-        // Swapped for something else since the lstat: remove that as an entry.
         Err(Errno::LOOP | Errno::NOTDIR) => {
-            return sys::unlink(dir, name).map_err(|e| map_os(e, wire, OsCtx::Other));
+            sys::unlink(dir, name).map_err(err)?;
+            return Ok(None);
         }
-        Err(e) => return Err(map_os(e, wire, OsCtx::Other)),
+        Err(e) => return Err(err(e)),
     };
-    let m = sys::fstat(&fd).map_err(|e| map_os(e, wire, OsCtx::Other))?;
+    let m = sys::fstat(&fd).map_err(err)?;
     if m.id.dev != dev {
         return Err(JailError::internal(
             "refusing to remove across a device boundary",
             wire,
         ));
     }
+    Ok(Some(fd))
+}
+
+fn top_frame(fd: OwnedFd, name: &OsStr, wire: &str) -> Result<Frame, JailError> {
     let mut names = sys::read_names(fd.as_fd()).map_err(|e| map_os(e, wire, OsCtx::Other))?;
-    // Deterministic order (name order), like FILE_LIST.
+    // Deterministic order (name order, like FILE_LIST); popped from the end.
     names.sort();
-    for child in names {
-        remove_entry(fd.as_fd(), &child, dev, wire)?;
-    }
-    sys::rmdir(dir, name).map_err(|e| map_os(e, wire, OsCtx::Other))
+    names.reverse();
+    Ok((fd, names, name.to_owned()))
 }
 
 /// Copies the entry `from_name` in `from` to the new name `to_name` in `to`: files by

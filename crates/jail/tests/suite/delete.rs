@@ -160,3 +160,41 @@ fn trash_mode_moves_entries_out_of_the_root() {
     // The trash is never reachable through the jail.
     assert_eq!(code(j.stat(&to, false)), ErrorCode::PathOutsideAllowedRoot);
 }
+
+#[test]
+fn recursive_delete_of_a_very_deep_tree_uses_no_deep_recursion() {
+    use rustix::fs::Mode;
+    use rustix::fs::OFlags;
+    let fx = Fx::new();
+    fx.dir("deep");
+    let mut fd = rustix::fs::open(
+        fx.at("deep"),
+        OFlags::RDONLY | OFlags::DIRECTORY,
+        Mode::empty(),
+    )
+    .unwrap();
+    for _ in 0..3000 {
+        rustix::fs::mkdirat(&fd, "d", Mode::from_raw_mode(0o755)).unwrap();
+        fd = rustix::fs::openat(&fd, "d", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+            .unwrap();
+    }
+    rustix::fs::openat(
+        &fd,
+        "f",
+        OFlags::WRONLY | OFlags::CREATE,
+        Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
+    drop(fd);
+    let wire = fx.p("deep");
+    // A small stack (like a runtime worker thread's) must suffice.
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn_scoped(s, || fx.jail.delete(&wire, &REC).unwrap())
+            .unwrap()
+            .join()
+            .unwrap();
+    });
+    assert!(!fx.at("deep").exists());
+}

@@ -206,3 +206,39 @@ fn non_utf8_names_are_omitted() {
     assert_eq!(names(&r), [fx.p("ok")]);
     assert!(!r.truncated);
 }
+
+#[test]
+fn recursive_listing_of_a_very_deep_tree_uses_no_deep_recursion() {
+    use rustix::fs::Mode;
+    use rustix::fs::OFlags;
+    let fx = Fx::new();
+    fx.dir("deep");
+    let mut fd = rustix::fs::open(
+        fx.at("deep"),
+        OFlags::RDONLY | OFlags::DIRECTORY,
+        Mode::empty(),
+    )
+    .unwrap();
+    for _ in 0..3000 {
+        rustix::fs::mkdirat(&fd, "d", Mode::from_raw_mode(0o755)).unwrap();
+        fd = rustix::fs::openat(&fd, "d", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+            .unwrap();
+    }
+    drop(fd);
+    let wire = fx.p("deep");
+    let o = ListOptions {
+        recursive: true,
+        max_entries: 10_000,
+        ..Default::default()
+    };
+    let r = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn_scoped(s, || fx.jail.list(&wire, &o).unwrap())
+            .unwrap()
+            .join()
+            .unwrap()
+    });
+    assert_eq!(r.entries.len(), 3000);
+    assert!(r.entries[2999].path.ends_with(&"/d".repeat(3000)));
+}
