@@ -44,9 +44,6 @@ const TEST_PACKAGES: &[&str] = &[
     "socat",
 ];
 
-/// Fuzz targets under `fuzz/`.
-const FUZZ_TARGETS: &[&str] = &["protocol_decode", "jail_ops"];
-
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
@@ -175,7 +172,7 @@ fn ci(root: &Path) -> Result<()> {
         ])
     })?;
     step("fuzz targets build", || {
-        for target in FUZZ_TARGETS {
+        for target in &fuzz_targets(root)? {
             let status = Command::new(cargo_bin())
                 .args(["fuzz", "build", "-s", "none", target])
                 .current_dir(root.join("fuzz"))
@@ -200,8 +197,9 @@ fn ci(root: &Path) -> Result<()> {
 }
 
 fn fuzz(root: &Path, target: &str, seconds: u64) -> Result<()> {
-    if !FUZZ_TARGETS.contains(&target) {
-        bail!("unknown fuzz target {target:?}; known: {FUZZ_TARGETS:?}");
+    let known = fuzz_targets(root)?;
+    if !known.iter().any(|t| t == target) {
+        bail!("unknown fuzz target {target:?}; known: {known:?}");
     }
     let corpus = root.join("fuzz/corpus").join(target);
     std::fs::create_dir_all(&corpus).context("cannot create the corpus folder")?;
@@ -224,6 +222,27 @@ fn fuzz(root: &Path, target: &str, seconds: u64) -> Result<()> {
         .status()
         .context("cannot run cargo fuzz")?;
     check(status, &format!("cargo fuzz run {target}"))
+}
+
+/// The fuzz targets, as `cargo fuzz list` reports them from `fuzz/Cargo.toml`.
+fn fuzz_targets(root: &Path) -> Result<Vec<String>> {
+    let out = Command::new(cargo_bin())
+        .args(["fuzz", "list"])
+        .current_dir(root.join("fuzz"))
+        .output()
+        .context("cannot run cargo fuzz list")?;
+    if !out.status.success() {
+        bail!(
+            "cargo fuzz list failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect())
 }
 
 fn step(name: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
