@@ -151,10 +151,16 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Orders two keys by their UTF-16 code-unit sequences (1.9 rule 6).
 pub fn cmp_keys(a: &str, b: &str) -> Ordering {
-    if a.is_ascii() && b.is_ascii() {
-        return a.cmp(b);
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    let i = x.iter().zip(y).position(|(p, q)| p != q);
+    match i {
+        // One is a prefix of the other: shorter first, as in both orders.
+        None => x.len().cmp(&y.len()),
+        // UTF-8 byte order is code point order, which equals UTF-16 order except between
+        // U+E000..U+FFFF (lead byte 0xEE/0xEF) and supplementary characters (0xF0..).
+        Some(i) if x[i] < 0xEE && y[i] < 0xEE => x[i].cmp(&y[i]),
+        Some(_) => a.encode_utf16().cmp(b.encode_utf16()),
     }
-    a.encode_utf16().cmp(b.encode_utf16())
 }
 
 /// Appends the canonical form of `v`.

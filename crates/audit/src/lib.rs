@@ -17,6 +17,7 @@ pub mod files;
 mod key;
 pub mod parse;
 mod record;
+pub mod testing;
 mod value;
 mod verify;
 mod writer;

@@ -96,6 +96,9 @@ pub fn parse(line: &[u8]) -> Result<Node<'_>, ParseError> {
         s: text,
         b: text.as_bytes(),
         i: 0,
+        // Without any control byte in the line, strings can be scanned with memchr for their
+        // end or first escape (a control byte is never valid inside a string).
+        no_ctrl: line.iter().fold(true, |ok, &c| ok & (c >= 0x20)),
     };
     p.ws();
     let v = p.value(0)?;
@@ -110,6 +113,7 @@ struct Parser<'a> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
+    no_ctrl: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -227,6 +231,22 @@ impl<'a> Parser<'a> {
     fn string(&mut self) -> Result<Cow<'a, str>, ParseError> {
         self.i += 1; // opening quote
         let start = self.i;
+        if self.no_ctrl {
+            match memchr::memchr2(b'"', b'\\', &self.b[self.i..]) {
+                None => {
+                    self.i = self.b.len();
+                    return Err(self.err("unterminated string"));
+                }
+                Some(off) => {
+                    self.i += off;
+                    if self.b[self.i] == b'"' {
+                        let s = &self.s[start..self.i];
+                        self.i += 1;
+                        return Ok(Cow::Borrowed(s));
+                    }
+                }
+            }
+        }
         // Fast scan: no escapes.
         loop {
             match self.b.get(self.i) {
@@ -374,7 +394,11 @@ impl<'a> Parser<'a> {
 fn has_duplicate(members: &[(Cow<'_, str>, Node<'_>)]) -> bool {
     if members.len() <= 16 {
         for (i, (a, _)) in members.iter().enumerate() {
-            if members[i + 1..].iter().any(|(b, _)| a == b) {
+            let a = a.as_bytes();
+            if members[i + 1..].iter().any(|(b, _)| {
+                let b = b.as_bytes();
+                a.len() == b.len() && a.first() == b.first() && a == b
+            }) {
                 return true;
             }
         }
@@ -383,6 +407,22 @@ fn has_duplicate(members: &[(Cow<'_, str>, Node<'_>)]) -> bool {
     let mut keys: Vec<&str> = members.iter().map(|(k, _)| k.as_ref()).collect();
     keys.sort_unstable();
     keys.windows(2).any(|w| w[0] == w[1])
+}
+
+static EMPTY_MEMBER: (Cow<'static, str>, Node<'static>) = (Cow::Borrowed(""), Node::Null);
+
+/// A string without `"`, `\\` or control characters (every string the parser borrowed) is
+/// copied as is; anything else is escaped by the rules of 1.9.
+fn write_jstr(out: &mut Vec<u8>, s: &str) {
+    match s {
+        b if !b.bytes().any(|c| c == b'"' || c == b'\\' || c < 0x20) => {
+            out.reserve(b.len() + 2);
+            out.push(b'"');
+            out.extend_from_slice(b.as_bytes());
+            out.push(b'"');
+        }
+        other => write_str(out, other),
+    }
 }
 
 /// Appends the canonical form (1.9) of `node`. At the top level, a member named `skip` is left
@@ -404,7 +444,7 @@ pub fn write_canonical_node(out: &mut Vec<u8>, node: &Node<'_>, skip: Option<&st
         Node::Float(f) => {
             let _ = write_float(out, *f);
         }
-        Node::Str(s) => write_str(out, s),
+        Node::Str(s) => write_jstr(out, s),
         Node::Array(items) => {
             out.push(b'[');
             for (i, item) in items.iter().enumerate() {
@@ -416,17 +456,28 @@ pub fn write_canonical_node(out: &mut Vec<u8>, node: &Node<'_>, skip: Option<&st
             out.push(b']');
         }
         Node::Object(members) => {
-            let mut order: Vec<&(Cow<'_, str>, Node<'_>)> = members
-                .iter()
-                .filter(|(k, _)| skip != Some(k.as_ref()))
-                .collect();
-            order.sort_by(|a, b| cmp_keys(&a.0, &b.0));
+            // Small objects (every record's) are ordered on the stack.
+            let mut small: [&(Cow<'_, str>, Node<'_>); 24] = [&EMPTY_MEMBER; 24];
+            let mut large: Vec<&(Cow<'_, str>, Node<'_>)> = Vec::new();
+            let kept = members.iter().filter(|(k, _)| skip != Some(k.as_ref()));
+            let order: &mut [&(Cow<'_, str>, Node<'_>)] = if members.len() <= small.len() {
+                let mut n = 0;
+                for m in kept {
+                    small[n] = m;
+                    n += 1;
+                }
+                &mut small[..n]
+            } else {
+                large.extend(kept);
+                &mut large
+            };
+            order.sort_unstable_by(|a, b| cmp_keys(&a.0, &b.0));
             out.push(b'{');
-            for (i, (k, v)) in order.into_iter().enumerate() {
+            for (i, (k, v)) in order.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_str(out, k);
+                write_jstr(out, k);
                 out.push(b':');
                 write_canonical_node(out, v, None);
             }

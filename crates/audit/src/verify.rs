@@ -156,15 +156,28 @@ fn analyze(line: &[u8], key: &AuditKey, scratch: &mut Vec<u8>) -> LineInfo {
         Ok(_) => return LineInfo::Parse("line is not a JSON object".to_owned()),
         Err(e) => return LineInfo::Parse(format!("line is not valid JSON: {e}")),
     };
-    let Some(seq) = node.get("seq").and_then(Node::as_i64) else {
+    // One pass over the members for the four the verifier reads.
+    let (mut seq_n, mut prev_n, mut hmac_n, mut op_n) = (None, None, None, None);
+    if let Node::Object(members) = &node {
+        for (k, v) in members {
+            match k.as_ref() {
+                "seq" => seq_n = Some(v),
+                "prev_hmac" => prev_n = Some(v),
+                "hmac" => hmac_n = Some(v),
+                "op" => op_n = Some(v),
+                _ => {}
+            }
+        }
+    }
+    let Some(seq) = seq_n.and_then(Node::as_i64) else {
         return LineInfo::NoSeq;
     };
-    let prev = match node.get("prev_hmac") {
+    let prev = match prev_n {
         None | Some(Node::Null) => Prev::Null,
         Some(Node::Str(s)) => Prev::Str(s.to_string()),
         Some(_) => Prev::Other,
     };
-    let hmac = node.get("hmac").and_then(Node::as_str);
+    let hmac = hmac_n.and_then(Node::as_str);
     let mac_ok = match hmac {
         Some(h) => {
             scratch.clear();
@@ -173,7 +186,7 @@ fn analyze(line: &[u8], key: &AuditKey, scratch: &mut Vec<u8>) -> LineInfo {
         }
         None => false,
     };
-    let head = if node.get("op").and_then(Node::as_str) == Some(OP_AUDIT_ROTATED) {
+    let head = if op_n.and_then(Node::as_str) == Some(OP_AUDIT_ROTATED) {
         let d = node.get("details");
         Some((
             opt_string(d.and_then(|d| d.get("reason"))).unwrap_or_default(),
