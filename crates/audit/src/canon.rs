@@ -27,37 +27,34 @@ pub fn write_float(out: &mut Vec<u8>, x: f64) -> Result<(), NonFiniteFloat> {
         });
         return Ok(());
     }
-    // `{:e}` yields the shortest digit string that round-trips (closest on ties), as
-    // `d[.ddd]e<exp>` with the value = d.ddd * 10^exp.
-    let mut tmp = String::with_capacity(32);
-    // Writing to a String cannot fail.
-    let _ = write!(tmp, "{:e}", x.abs());
-    // `{:e}` finds the shortest length n but does not always pick the closest of several
-    // n-digit candidates; formatting with n digits of precision is exact (correctly rounded),
-    // and the closest n-digit string round-trips whenever any n-digit string does.
-    let n_shortest = tmp
-        .split('e')
-        .next()
-        .map_or(1, |m| m.bytes().filter(u8::is_ascii_digit).count());
-    if n_shortest > 1 {
-        tmp.clear();
-        let _ = write!(tmp, "{:.*e}", n_shortest - 1, x.abs());
-    }
-    let (mantissa, exp) = tmp.split_once('e').unwrap_or((tmp.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let mut digits = [0u8; 32];
+    // Schubfach (zmij) yields the shortest digit string that round-trips and, among those,
+    // the one closest to the exact value: exactly the digits 1.9 asks for. Only its layout
+    // differs, so take the digits and the decimal exponent from its output.
+    let mut zbuf = zmij::Buffer::new();
+    let text = zbuf.format_finite(x.abs());
+    let (mant, exp10) = match text.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let (int_part, frac_part) = mant.split_once('.').unwrap_or((mant, ""));
+    let mut digits = [0u8; 40];
     let mut n = 0usize;
-    for b in mantissa.bytes().filter(u8::is_ascii_digit) {
+    let mut point = int_part.len() as i32;
+    for b in int_part.bytes().chain(frac_part.bytes()) {
+        if n == 0 && b == b'0' {
+            point -= 1; // a leading zero moves the point left
+            continue;
+        }
         if n < digits.len() {
             digits[n] = b;
             n += 1;
         }
     }
-    // Trailing zeros never occur in a shortest representation except for the single "0".
     while n > 1 && digits[n - 1] == b'0' {
         n -= 1;
     }
     let digits = &digits[..n];
+    let exp = point + exp10 - 1;
     // 1.9's e: |x| = 0.d1d2..dn * 10^e.
     let e = exp + 1;
     if x.is_sign_negative() {
