@@ -420,3 +420,7 @@ pub struct HardwareIoDetails {
     pub os_error: String,
 }
 impl ErrorDetails for HardwareIoDetails {}
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;
