@@ -117,6 +117,18 @@ fn main() -> Res<()> {
         "shim-audit benchmark: {cores} cores, logs in {}",
         dir.path().display()
     );
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load1: f64 = load
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    if load1 > cores as f64 {
+        println!(
+            "note: load average {load1:.1} exceeds the {cores} cores: the multi-threaded verifier \
+             competes with other work while the raw HMAC baseline needs one core"
+        );
+    }
 
     let one = append_rate(dir.path(), &key, 1, secs)?;
     let many = append_rate(dir.path(), &key, 64, secs)?;

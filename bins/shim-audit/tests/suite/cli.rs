@@ -246,3 +246,55 @@ fn colour_is_off_when_not_a_terminal() {
     let o = s.run(&["verify", "--key-file", &s.key_file.display().to_string()]);
     assert!(!o.stdout.contains('\x1b'));
 }
+
+#[test]
+fn tail_follows_appends_and_rotation() {
+    use std::io::Read;
+    let s = Sandbox::new();
+    let log = s.writer();
+    log.append_blocking(shim_audit::AuditEvent::new("SHIM_START"))
+        .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_shim-audit"))
+        .env_clear()
+        .env("NO_COLOR", "1")
+        .arg("--log-path")
+        .arg(&s.log)
+        .arg("tail")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    log.append_blocking(shim_audit::AuditEvent::new("WS_CONNECTED"))
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // [H-18]: after a rotation tail continues with the new current file.
+    log.rotate_blocking(shim_audit::RotateReason::Explicit)
+        .unwrap();
+    log.append_blocking(shim_audit::AuditEvent::new("TOKEN_REFRESHED"))
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let _ = child.wait();
+    let ops: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().nth(2).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            "SHIM_START",
+            "WS_CONNECTED",
+            "AUDIT_ROTATED",
+            "TOKEN_REFRESHED"
+        ],
+        "{out}"
+    );
+}

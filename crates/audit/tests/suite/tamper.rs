@@ -257,3 +257,39 @@ fn blank_lines_and_crlf_are_tolerated() {
     std::fs::write(&p, s).unwrap();
     assert!(verify_file(&p, &key()).unwrap().is_clean());
 }
+
+/// 1.17: logs of earlier releases need no special case; their quirks show up as 1.14 says.
+#[test]
+fn earlier_release_quirks_are_reported_as_specified() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_log(dir.path(), 3);
+    let first = lines(&a);
+    let dir2 = tempfile::tempdir().unwrap();
+    let b = write_log(dir2.path(), 2);
+    let second = lines(&b);
+    // A chain restarted at seq 1 in the middle of a file (restart after a long final record).
+    let mut l = first.clone();
+    l.extend(second.iter().cloned());
+    write_lines(&a, &l);
+    assert_eq!(
+        kinds(&verify_file(&a, &key()).unwrap()),
+        vec![("sequence_gap", Some(1), 4), ("chain_break", Some(1), 4)]
+    );
+    // A record glued onto a torn previous line.
+    let torn = &first[2][..first[2].len() - 20];
+    let glued = vec![
+        first[0].clone(),
+        first[1].clone(),
+        format!("{torn}{}", second[0]),
+    ];
+    write_lines(&a, &glued);
+    assert_eq!(
+        kinds(&verify_file(&a, &key()).unwrap()),
+        vec![("parse_error", None, 3)]
+    );
+    // No AUDIT_ROTATED heads: files are verified alone, without link checks.
+    let rotated = dir.path().join("audit.log.20250101-000000");
+    std::fs::write(&rotated, first.join("\n") + "\n").unwrap();
+    std::fs::write(&a, second.join("\n") + "\n").unwrap();
+    assert!(shim_audit::verify_all(&a, &key()).unwrap().is_clean());
+}
