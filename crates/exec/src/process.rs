@@ -146,7 +146,6 @@ pub struct ProcessHandle {
     pub(crate) output: mpsc::Receiver<OutputChunk>,
     pub(crate) exit: ExitWaiter,
     master: Option<Box<dyn portable_pty::MasterPty + Send>>,
-    _child: Option<tokio::process::Child>,
 }
 
 /// The exit side of a [`ProcessHandle`], separate so that output and exit can be awaited
@@ -155,7 +154,13 @@ pub(crate) struct ExitWaiter {
     pid: i32,
     source: Option<ExitSource>,
     code: Option<ExitCode>,
+    /// The supervisor (pipe path). It exits once every descendant it adopted is reaped.
+    supervisor: Option<tokio::process::Child>,
 }
+
+/// How long a timeout or cancellation waits, after the final SIGKILL, for the supervisor
+/// to have reaped every member of the group (normally a few milliseconds).
+const REAP_WAIT: Duration = Duration::from_millis(500);
 
 impl std::fmt::Debug for ProcessHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -284,9 +289,9 @@ pub fn spawn_pipe(spec: SpawnSpec, stdin: bool) -> Result<ProcessHandle, ExecErr
                 have: 0,
             })),
             code: None,
+            supervisor: Some(child),
         },
         master: None,
-        _child: Some(child),
     })
 }
 
@@ -380,9 +385,9 @@ pub fn spawn_pty(spec: SpawnSpec, size: TermSize) -> Result<ProcessHandle, ExecE
             pid,
             source: Some(ExitSource::Pty(erx)),
             code: None,
+            supervisor: None,
         },
         master: Some(pair.master),
-        _child: None,
     })
 }
 
@@ -480,6 +485,11 @@ impl ExitWaiter {
             }
         }
         supervise::signal_group(self.pid, Signal::KILL);
+        // A killed process closes its pipes before it is reaped; wait until the supervisor
+        // has reaped the whole tree so that nothing of the group is left when we return.
+        if let Some(sup) = self.supervisor.as_mut() {
+            let _ = tokio::time::timeout(REAP_WAIT, sup.wait()).await;
+        }
         self.code.unwrap_or(-1)
     }
 }
@@ -497,9 +507,11 @@ impl Drop for ProcessHandle {
         let pid = self.pid;
         let exit = self.exit.source.take();
         let master = self.master.take();
+        let supervisor = self.exit.supervisor.take();
         match (tokio::runtime::Handle::try_current(), exit) {
             (Ok(rt), Some(exit)) => {
                 rt.spawn(async move {
+                    let _supervisor = supervisor;
                     let _ = match exit {
                         ExitSource::Supervised(mut r) => {
                             tokio::time::timeout(GRACE, r.next()).await.is_ok()

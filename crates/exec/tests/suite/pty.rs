@@ -44,17 +44,23 @@ async fn interactive_shell_sees_the_new_size_after_resize() {
     let root = Root::new();
     let mut h =
         shim_exec::spawn_pty(spec(&root, &["sh", "-i"]), TermSize { rows: 24, cols: 80 }).unwrap();
-    h.write(b"stty size; echo MARK1\n".to_vec()).await.unwrap();
-    let out = read_until(&mut h, "24 80").await;
-    assert!(out.contains("24 80"));
-    read_until(&mut h, "MARK1\r\n").await;
+    // The marker is computed by the shell so that the terminal's echo of the input line
+    // cannot match it.
+    h.write(b"stty size; echo END$((1+1))\n".to_vec())
+        .await
+        .unwrap();
+    let out = read_until(&mut h, "END2\r\n").await;
+    assert!(out.contains("24 80\r\n"), "{out:?}");
     h.resize(TermSize {
         rows: 40,
         cols: 120,
     })
     .unwrap();
-    h.write(b"stty size; echo MARK2\n".to_vec()).await.unwrap();
-    read_until(&mut h, "40 120").await;
+    h.write(b"stty size; echo END$((2+2))\n".to_vec())
+        .await
+        .unwrap();
+    let out = read_until(&mut h, "END4\r\n").await;
+    assert!(out.contains("40 120\r\n"), "{out:?}");
     h.write(b"pwd -P; exit 5\n".to_vec()).await.unwrap();
     let out = read_until(&mut h, "\n").await;
     let _ = out;

@@ -83,10 +83,14 @@ async fn sh_runs_sh() {
 #[tokio::test]
 async fn zsh_and_pwsh_run_if_installed_else_shell_not_available() {
     let root = Root::new();
-    for (shell, exe) in [(Shell::Zsh, "zsh"), (Shell::Pwsh, "pwsh")] {
-        let e = run(&executor(), &root, req(shell, "echo ok")).await;
+    // Each command prints "<shell>-ok" only when that shell really ran it.
+    for (shell, exe, cmd) in [
+        (Shell::Zsh, "zsh", "echo ${ZSH_VERSION:+zsh-}ok"),
+        (Shell::Pwsh, "pwsh", "if ($PSVersionTable) { 'pwsh-ok' }"),
+    ] {
+        let e = run(&executor(), &root, req(shell, cmd)).await;
         if which(exe) {
-            assert_eq!(e.result.unwrap().stdout, "ok\n");
+            assert_eq!(e.result.unwrap().stdout.trim_end(), format!("{exe}-ok"));
         } else {
             let err = e.result.unwrap_err();
             assert_eq!(err.code(), ErrorCode::ShellNotAvailable);
@@ -96,6 +100,20 @@ async fn zsh_and_pwsh_run_if_installed_else_shell_not_available() {
             );
         }
     }
+}
+
+/// CI installs zsh (MACHINE.md test packages): there it must really run.
+#[tokio::test]
+async fn zsh_runs_when_required() {
+    if std::env::var_os("SHIM_EXEC_REQUIRE_ZSH").is_none() && !which("zsh") {
+        return;
+    }
+    let root = Root::new();
+    let r = run(&executor(), &root, req(Shell::Zsh, "echo $ZSH_NAME"))
+        .await
+        .result
+        .unwrap();
+    assert_eq!(r.stdout, "zsh\n");
 }
 
 #[tokio::test]
@@ -114,4 +132,23 @@ async fn shell_is_ignored_for_argv() {
     r.shell = Shell::Cmd;
     let out = run(&executor(), &root, r).await.result.unwrap();
     assert_eq!(out.stdout, "direct\n");
+}
+
+#[tokio::test]
+async fn every_shell_missing_from_the_daemon_path_is_shell_not_available_and_nothing_runs() {
+    let root = Root::new();
+    let empty = tempfile::tempdir().unwrap();
+    let mut cfg = config();
+    cfg.shell_search_path = Some(empty.path().as_os_str().to_owned());
+    let ex = executor_with(cfg);
+    for shell in Shell::ALL {
+        let e = run(&ex, &root, req(shell, "touch RAN")).await;
+        let err = e.result.unwrap_err();
+        assert_eq!(err.code(), ErrorCode::ShellNotAvailable, "{shell}");
+        assert_eq!(
+            err.to_string(),
+            format!("Shell '{shell}' is not available on this OS.")
+        );
+    }
+    assert!(!root.path().join("RAN").exists());
 }
