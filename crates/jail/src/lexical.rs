@@ -133,11 +133,14 @@ fn parse_inner(
         return Err(JailError::invalid(wire, "NUL character"));
     }
     // J-STR-2: classify.
-    let (kind, rest): (Kind, String) = match os {
-        PathOs::Windows => classify_windows(wire, &text.replace('/', "\\"))?,
+    let (kind, rest): (Kind, std::borrow::Cow<'_, str>) = match os {
+        PathOs::Windows => {
+            let (k, r) = classify_windows(wire, &text.replace('/', "\\"))?;
+            (k, std::borrow::Cow::Owned(r))
+        }
         PathOs::Linux | PathOs::Darwin => match text.strip_prefix('/') {
-            Some(r) => (Kind::Absolute(Prefix::Posix), r.to_owned()),
-            None => (Kind::Relative, text.to_owned()),
+            Some(r) => (Kind::Absolute(Prefix::Posix), std::borrow::Cow::Borrowed(r)),
+            None => (Kind::Relative, std::borrow::Cow::Borrowed(text)),
         },
     };
     // J-LEX-1: split, drop empty and `.` components.
@@ -174,11 +177,17 @@ fn parse_inner(
             }
         })
         .collect();
-    let normalized = render(&prefix_for_len, &comps_for_len, os);
+    // POSIX: one byte for `/`, the names, and a separator between names.
+    let posix_len = 1 + raw.iter().map(|c| c.len()).sum::<usize>() + raw.len().saturating_sub(1);
     let (total, limit) = match os {
-        PathOs::Linux => (normalized.len(), 4096),
-        PathOs::Darwin => (normalized.len(), 1024),
-        PathOs::Windows => (normalized.encode_utf16().count(), 32_767),
+        PathOs::Linux => (posix_len, 4096),
+        PathOs::Darwin => (posix_len, 1024),
+        PathOs::Windows => (
+            render(&prefix_for_len, &comps_for_len, os)
+                .encode_utf16()
+                .count(),
+            32_767,
+        ),
     };
     if total > limit {
         return Err(JailError::invalid(wire, "path too long"));

@@ -56,6 +56,7 @@ pub struct JailRoot {
     root_id: Id,
     fs_root_is_root: bool,
     root_path: String,
+    root_cpath: std::ffi::CString,
     root_components: Vec<OsString>,
     os: PathOs,
     home: Option<String>,
@@ -124,7 +125,10 @@ impl JailRoot {
                 Some((fd, canon.to_string_lossy().into_owned()))
             }
         };
+        let root_cpath = std::ffi::CString::new(root_path.as_bytes())
+            .map_err(|_| JailError::RootUnavailable("path contains NUL"))?;
         Ok(JailRoot {
+            root_cpath,
             fs_root_is_root: fs_root_id == meta.id,
             fs_root,
             root: root_fd,
@@ -192,7 +196,7 @@ impl JailRoot {
 
     /// Whether `root_path`, resolved by the kernel now, still names the root's identity.
     pub(crate) fn root_path_reaches_root(&self) -> bool {
-        rustix::fs::stat(self.root_path.as_str())
+        rustix::fs::stat(self.root_cpath.as_c_str())
             .map(|s| sys::Meta::from_stat(&s).id == self.root_id)
             .unwrap_or(false)
     }

@@ -240,7 +240,11 @@ impl JailRoot {
         let rel: Vec<OsString> = names.iter().map(OsString::from).collect();
         if !mode.need_parent {
             let joined = names.join("/");
-            let flags = mode.want.flags() | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+            // openat2 rejects any flag beside DIRECTORY/NOFOLLOW/CLOEXEC with O_PATH.
+            let mut flags = mode.want.flags() | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            if mode.want != Want::Meta {
+                flags |= OFlags::NOCTTY;
+            }
             let Ok(fd) = rustix::fs::openat2(
                 self.root_fd(),
                 joined.as_str(),
