@@ -13,6 +13,7 @@ pub mod canon;
 pub mod cli;
 mod error;
 pub mod export;
+mod fast;
 pub mod files;
 mod key;
 pub mod parse;

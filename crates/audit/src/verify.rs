@@ -12,6 +12,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::fast::Fast;
+use crate::fast::FastPrev;
 use crate::files;
 use crate::key::AuditKey;
 use crate::parse;
@@ -147,9 +149,31 @@ fn opt_string(n: Option<&Node<'_>>) -> Option<String> {
     n.and_then(Node::as_str).map(str::to_owned)
 }
 
-fn analyze(line: &[u8], key: &AuditKey, scratch: &mut Vec<u8>) -> LineInfo {
+fn analyze(line: &[u8], key: &AuditKey, scratch: &mut Vec<u8>, fast: &mut Fast) -> LineInfo {
     if files::is_blank(line) {
         return LineInfo::Blank;
+    }
+    // Fast path: the canonical form straight from the bytes (rotation heads take the general
+    // path, which also reads their details).
+    if let Some(top) = fast.line(line, scratch)
+        && top.op != Some(OP_AUDIT_ROTATED)
+    {
+        let Some(seq) = top.seq.and_then(|t| t.parse::<i64>().ok()) else {
+            return LineInfo::NoSeq;
+        };
+        let prev = match top.prev {
+            FastPrev::Null => Prev::Null,
+            FastPrev::Str(s) => Prev::Str(s.to_owned()),
+            FastPrev::Other => Prev::Other,
+        };
+        let mac_ok = top.hmac.is_some_and(|h| key.verify_hex(scratch, h));
+        return LineInfo::Rec {
+            seq,
+            prev,
+            hmac: top.hmac.map(str::to_owned),
+            mac_ok,
+            head: None,
+        };
     }
     let node = match parse::parse(line) {
         Ok(n @ Node::Object(_)) => n,
@@ -370,9 +394,10 @@ fn analyze_block(block: &[u8], key: &AuditKey) -> Vec<LineInfo> {
         .min(8);
     if threads <= 1 || lines.len() < 256 {
         let mut scratch = Vec::with_capacity(1024);
+        let mut fast = Fast::default();
         return lines
             .iter()
-            .map(|l| analyze(l, key, &mut scratch))
+            .map(|l| analyze(l, key, &mut scratch, &mut fast))
             .collect();
     }
     let per = lines.len().div_ceil(threads);
@@ -382,8 +407,9 @@ fn analyze_block(block: &[u8], key: &AuditKey) -> Vec<LineInfo> {
             .map(|part| {
                 s.spawn(move || {
                     let mut scratch = Vec::with_capacity(1024);
+                    let mut fast = Fast::default();
                     part.iter()
-                        .map(|l| analyze(l, key, &mut scratch))
+                        .map(|l| analyze(l, key, &mut scratch, &mut fast))
                         .collect::<Vec<_>>()
                 })
             })
