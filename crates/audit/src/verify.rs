@@ -434,24 +434,30 @@ fn verify_reader(mut r: impl Read, key: &AuditKey, path: &Path) -> FileReport {
     let mut eof = false;
     let mut read_error: Option<String> = None;
     while !eof && !fold.stopped {
-        // Fill the buffer up to BLOCK (or further until it holds an LF, for long lines).
-        let mut chunk = vec![0u8; BLOCK];
+        // Fill the buffer up to BLOCK (or further until it holds an LF, for long lines),
+        // reading straight into it: no per-block allocation, one copy per byte.
+        let mut has_lf = buf.contains(&b'\n');
         loop {
-            match r.read(&mut chunk) {
+            let old = buf.len();
+            buf.resize(old + BLOCK, 0);
+            match r.read(&mut buf[old..]) {
                 Ok(0) => {
+                    buf.truncate(old);
                     eof = true;
                     break;
                 }
                 Ok(n) => {
+                    buf.truncate(old + n);
                     total += n as u64;
-                    last_byte = Some(chunk[n - 1]);
-                    buf.extend_from_slice(&chunk[..n]);
-                    if buf.len() >= BLOCK && buf.contains(&b'\n') {
+                    last_byte = Some(buf[old + n - 1]);
+                    has_lf |= memchr::memchr(b'\n', &buf[old..]).is_some();
+                    if buf.len() >= BLOCK && has_lf {
                         break;
                     }
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(old),
                 Err(e) => {
+                    buf.truncate(old);
                     read_error = Some(e.to_string());
                     eof = true;
                     break;
