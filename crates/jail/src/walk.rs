@@ -24,6 +24,12 @@ use crate::root::JailRoot;
 use crate::sys;
 use crate::sys::Meta;
 
+#[cfg(test)]
+thread_local! {
+    /// How often the openat2 fast path resolved a request on this thread (tests only).
+    pub(crate) static FAST_HITS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// Symlinks followed per resolution before giving up (4.4).
 const MAX_HOPS: u32 = 40;
 
@@ -156,7 +162,7 @@ impl JailRoot {
             && self.root_path_reaches_root()
         {
             #[cfg(target_os = "linux")]
-            if let Some(r) = self.fast_beneath(rest, mode)? {
+            if let Some(r) = self.fast_beneath(rest, mode, wire)? {
                 return Ok(r);
             }
             let queue = to_queue(rest, Origin::Request);
@@ -223,6 +229,7 @@ impl JailRoot {
         &'a self,
         rest: &[Component],
         mode: Mode,
+        wire: &str,
     ) -> Result<Option<Resolved<'a>>, JailError> {
         use rustix::fs::ResolveFlags;
         let mut names: Vec<&str> = Vec::with_capacity(rest.len());
@@ -264,6 +271,8 @@ impl JailRoot {
                 // A bind mount of the root inside itself: let the full walk decide.
                 return Ok(None);
             }
+            #[cfg(test)]
+            FAST_HITS.with(|c| c.set(c.get() + 1));
             return Ok(Some(Resolved {
                 parent: None,
                 name: Some(OsString::from(*last)),
@@ -291,6 +300,8 @@ impl JailRoot {
         ) else {
             return Ok(None);
         };
+        #[cfg(test)]
+        FAST_HITS.with(|c| c.set(c.get() + 1));
         let st = State {
             h: Handle::Owned(fd),
             d: Some(dirs.len()),
@@ -301,7 +312,7 @@ impl JailRoot {
         };
         let mut q = VecDeque::new();
         q.push_back((QComp::Name(OsString::from(*last)), Origin::Request));
-        self.walk(st, q, mode, "").map(Some)
+        self.walk(st, q, mode, wire).map(Some)
     }
 
     fn walk<'a>(
@@ -622,3 +633,7 @@ fn lookup(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "walk_tests.rs"]
+mod tests;

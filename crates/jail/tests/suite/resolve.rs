@@ -219,3 +219,25 @@ fn magic_links_are_followed_as_text() {
         );
     }
 }
+
+#[test]
+fn error_messages_name_the_requested_path_on_every_route() {
+    let fx = Fx::new();
+    fx.dir("a/b");
+    fx.link("a/b/loop", "loop");
+    fx.link("a/b/out", fx.outside.join("x").to_str().unwrap());
+    for (p, c) in [
+        ("a/b/loop", ErrorCode::PathInvalidChars),
+        ("a/b/out", ErrorCode::PathOutsideAllowedRoot),
+    ] {
+        let wire = fx.p(p);
+        let e = fx
+            .jail
+            .write(&wire, "x", &WriteOptions::default())
+            .unwrap_err();
+        assert_eq!(e.code(), c);
+        assert!(e.to_string().contains(&wire), "{e}");
+        let e = fx.jail.read(&wire, &ReadOptions::default()).unwrap_err();
+        assert!(e.to_string().contains(&wire), "{e}");
+    }
+}
