@@ -1,0 +1,133 @@
+//! The command line: version, usage errors, configuration errors, preflight refusals.
+
+use shim_platform_peer::PeerConfig;
+
+use crate::suite::harness::Env;
+use crate::suite::harness::T;
+use crate::suite::harness::finish;
+use crate::suite::harness::ops;
+
+#[tokio::test]
+async fn version_prints_name_and_version() {
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.command(&["--version"]).spawn().unwrap();
+    let (code, out, _) = finish(child, T).await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        out.trim(),
+        format!("autogpt-shim {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[tokio::test]
+async fn usage_errors_exit_2() {
+    let env = Env::new(PeerConfig::default()).await;
+    for args in [
+        vec![],
+        vec!["bogus"],
+        vec!["--log-level", "LOUD", "status"],
+        vec!["audit", "show", "x"],
+    ] {
+        let child = env.command(&args).spawn().unwrap();
+        let (code, _, _) = finish(child, T).await;
+        assert_eq!(code, 2, "args {args:?}");
+    }
+}
+
+#[tokio::test]
+async fn invalid_configuration_exits_78() {
+    let env = Env::new(PeerConfig::default()).await;
+    let mut c = env.command(&["start"]);
+    c.env("AUTOGPT_SHIM_MAX_CONCURRENT", "four");
+    let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(code, 78);
+    assert!(
+        err.contains("Invalid configuration: AUTOGPT_SHIM_MAX_CONCURRENT"),
+        "{err}"
+    );
+
+    let cfg = env.dir.path().join("bad.toml");
+    std::fs::write(&cfg, "max_concurrent = \"4\"\n").unwrap();
+    let mut c = env.command(&["--config", cfg.to_str().unwrap(), "start"]);
+    let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(code, 78);
+    assert!(
+        err.contains("Invalid configuration: max_concurrent"),
+        "{err}"
+    );
+
+    // Plaintext to a non-loopback host is refused.
+    let mut c = env.command(&["start"]);
+    c.env("AUTOGPT_SHIM_PLATFORM_URL", "http://example.com");
+    let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(code, 78, "{err}");
+}
+
+#[tokio::test]
+async fn recording_preview_is_refused_and_audited() {
+    let env = Env::new(PeerConfig::default()).await;
+    let mut c = env.command(&["start", "--enable-recording"]);
+    let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("Preflight failed:"), "{err}");
+    assert!(err.contains("design preview"), "{err}");
+    assert!(
+        err.contains("capture and interpretation are incomplete"),
+        "{err}"
+    );
+    let records = env.audit_records();
+    assert_eq!(ops(&records), vec!["DAEMON_PREFLIGHT_FAILED"]);
+    let r = &records[0];
+    assert_eq!(r["result"]["exit_code"], 78);
+    assert_eq!(r["result"]["error_code"], "CAPABILITY_NOT_GRANTED");
+    assert_eq!(
+        r["details"]["missing_permissions"][0],
+        "recording_preview_disabled"
+    );
+    env.verify_audit();
+    assert!(
+        env.peer
+            .next_connection(std::time::Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn no_credentials_exits_77_without_connecting() {
+    let env = Env::with_tokens(PeerConfig::default(), false).await;
+    let mut c = env.command(&["start"]);
+    let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(code, 77, "{err}");
+    assert!(
+        err.contains("Authentication failed: not authenticated for"),
+        "{err}"
+    );
+    assert!(
+        env.peer
+            .next_connection(std::time::Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn status_prints_the_configuration_summary() {
+    let env = Env::new(PeerConfig::default()).await;
+    let (code, out, err) = finish(env.command(&["status"]).spawn().unwrap(), T).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(&format!("Configured platform: {}", env.peer.http_base())),
+        "{out}"
+    );
+    assert!(out.contains("Mode: machine control"), "{out}");
+    assert!(err.contains("experimental"), "{err}");
+}
+
+#[tokio::test]
+async fn audit_subcommand_delegates_to_the_audit_library() {
+    let env = Env::new(PeerConfig::default()).await;
+    let (code, _, err) = finish(env.command(&["audit", "verify"]).spawn().unwrap(), T).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Audit log not found"), "{err}");
+}

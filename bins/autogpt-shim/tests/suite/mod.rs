@@ -1,0 +1,6 @@
+//! Shared harness and the test modules.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod cli;
+pub(crate) mod harness;
+mod legacy;

@@ -1,0 +1,825 @@
+//! Configuration (AUDIT_AUTH_CLI.md 4): TOML file, `AUTOGPT_SHIM_*` environment and
+//! command-line flags, resolved once into [`Settings`] with the precedence
+//! flags > environment > file > defaults and strict types.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::ConfigError;
+
+/// The value type of a setting (4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Str,
+    Bool,
+    Int,
+    Float,
+    Path,
+    StrList,
+}
+
+/// Every key of 4.3, plus the tuning keys of this implementation ([addition]; they exist so
+/// that tests and slow links can shorten or stretch intervals; the defaults are the
+/// protocol's).
+const KEYS: &[(&str, Kind)] = &[
+    ("platform_url", Kind::Str),
+    ("platform_ws_url", Kind::Str),
+    ("platform_oauth_url", Kind::Str),
+    ("allow_insecure_platform_url", Kind::Bool),
+    ("oauth_client_id", Kind::Str),
+    ("oauth_redirect_port", Kind::Int),
+    ("session_id", Kind::Str),
+    ("machine_id", Kind::Str),
+    ("display_name", Kind::Str),
+    ("allowed_root", Kind::Path),
+    ("audit_log_path", Kind::Path),
+    ("enable_shell", Kind::Bool),
+    ("enable_computer_use", Kind::Bool),
+    ("enable_local_llm", Kind::Bool),
+    ("enable_hardware", Kind::Bool),
+    ("enable_clipboard", Kind::Bool),
+    ("enable_clipboard_read_foreign", Kind::Bool),
+    ("enable_recording", Kind::Bool),
+    ("max_concurrent", Kind::Int),
+    ("max_concurrent_commands", Kind::Int),
+    ("command_timeout_seconds", Kind::Int),
+    ("max_file_size_bytes", Kind::Int),
+    ("max_commands_per_minute", Kind::Int),
+    ("max_screenshots_per_minute", Kind::Int),
+    ("reconnect_base_delay", Kind::Float),
+    ("reconnect_max_delay", Kind::Float),
+    ("reconnect_jitter_seconds", Kind::Float),
+    ("ollama_url", Kind::Str),
+    ("recording_buffer_dir", Kind::Path),
+    ("recording_default_interpretation_route", Kind::Str),
+    ("recording_channels", Kind::StrList),
+    ("recording_retention_limit", Kind::Int),
+    // Tuning [addition].
+    ("status_interval_seconds", Kind::Float),
+    ("idle_timeout_seconds", Kind::Float),
+    ("idle_check_interval_seconds", Kind::Float),
+    ("ws_ping_interval_seconds", Kind::Float),
+    ("ws_pong_timeout_seconds", Kind::Float),
+    ("handshake_timeout_seconds", Kind::Float),
+];
+
+/// Environment names after the prefix that are not settings (4.6).
+const RESERVED_ENV: &[&str] = &["keychain_passphrase", "fallback_dir", "credential_store"];
+
+/// The environment prefix.
+pub const ENV_PREFIX: &str = "AUTOGPT_SHIM_";
+
+/// The default platform base URL.
+pub const DEFAULT_PLATFORM_URL: &str = "wss://platform.autogpt.net";
+
+#[derive(Debug, Clone, PartialEq)]
+enum Val {
+    Str(String),
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    List(Vec<String>),
+}
+
+/// Values given on the command line; `None`/`false` means "not given".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlagOverrides {
+    /// `--allowed-root` (made absolute against the current directory).
+    pub allowed_root: Option<PathBuf>,
+    /// `--platform-url`.
+    pub platform_url: Option<String>,
+    /// `--session-id` (before or after `start`; the later one wins).
+    pub session_id: Option<String>,
+    /// `start --enable-shell`.
+    pub enable_shell: bool,
+    /// `start --enable-computer-use`.
+    pub enable_computer_use: bool,
+    /// `start --enable-clipboard`.
+    pub enable_clipboard: bool,
+    /// `start --enable-clipboard-read-foreign`.
+    pub enable_clipboard_read_foreign: bool,
+    /// `start --enable-recording`.
+    pub enable_recording: bool,
+}
+
+/// Everything the loader reads, injectable for tests.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigSources {
+    /// `--config PATH`, if given.
+    pub config_path: Option<PathBuf>,
+    /// The process environment (name, value).
+    pub env: Vec<(String, String)>,
+    /// Command-line values.
+    pub flags: FlagOverrides,
+    /// The home directory (for `~` and defaults).
+    pub home: Option<PathBuf>,
+    /// The current directory (for relative command-line paths).
+    pub cwd: PathBuf,
+}
+
+impl ConfigSources {
+    /// Sources from this process: its environment, home and working directory.
+    pub fn from_process(config_path: Option<PathBuf>, flags: FlagOverrides) -> Self {
+        ConfigSources {
+            config_path,
+            env: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+            flags,
+            home: crate::host::home_dir(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        }
+    }
+
+    fn env_get(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// Intervals of the protocol, configurable for tests ([addition]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// Periodic `STATUS` (10.5): 30 s.
+    pub status_interval: Duration,
+    /// Idle stop of child runtimes (9.9): 600 s.
+    pub idle_timeout: Duration,
+    /// Idle reaper wake-up (9.9): 30 s.
+    pub idle_check_interval: Duration,
+    /// WebSocket ping interval (2.4): 20 s.
+    pub ws_ping_interval: Duration,
+    /// WebSocket pong deadline (2.4): 10 s.
+    pub ws_pong_timeout: Duration,
+    /// Wait for `HELLO_ACK` (2.5): 10 s.
+    pub handshake_timeout: Duration,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            status_interval: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(600),
+            idle_check_interval: Duration::from_secs(30),
+            ws_ping_interval: Duration::from_secs(20),
+            ws_pong_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Where the file came from (default location or `--config`).
+    pub config_path: Option<PathBuf>,
+    /// `platform_url`.
+    pub platform_url: String,
+    /// `platform_ws_url` (empty = unset).
+    pub platform_ws_url: Option<String>,
+    /// `platform_oauth_url` (empty = unset).
+    pub platform_oauth_url: Option<String>,
+    /// `allow_insecure_platform_url`.
+    pub allow_insecure_platform_url: bool,
+    /// `oauth_client_id`.
+    pub oauth_client_id: String,
+    /// `oauth_redirect_port`.
+    pub oauth_redirect_port: u16,
+    /// Trimmed legacy session id; `None` = machine control mode.
+    pub session_id: Option<String>,
+    /// `machine_id` override.
+    pub machine_id: Option<String>,
+    /// `display_name` override.
+    pub display_name: Option<String>,
+    /// The legacy-mode jail root.
+    pub allowed_root: PathBuf,
+    /// The current audit log file.
+    pub audit_log_path: PathBuf,
+    /// `enable_shell`.
+    pub enable_shell: bool,
+    /// `enable_computer_use`.
+    pub enable_computer_use: bool,
+    /// `enable_local_llm`.
+    pub enable_local_llm: bool,
+    /// `enable_hardware`.
+    pub enable_hardware: bool,
+    /// `enable_clipboard`.
+    pub enable_clipboard: bool,
+    /// `enable_clipboard_read_foreign`.
+    pub enable_clipboard_read_foreign: bool,
+    /// `enable_recording` (start refuses to run when true).
+    pub enable_recording: bool,
+    /// Local `max_concurrent` ceiling.
+    pub max_concurrent: u32,
+    /// Machine-wide concurrent commands.
+    pub max_concurrent_commands: u32,
+    /// Local `command_timeout_seconds` ceiling.
+    pub command_timeout_seconds: u64,
+    /// Local `max_file_size_bytes` ceiling.
+    pub max_file_size_bytes: u64,
+    /// Commands per sliding minute.
+    pub max_commands_per_minute: u32,
+    /// Screenshots per sliding minute.
+    pub max_screenshots_per_minute: u32,
+    /// Backoff base, seconds.
+    pub reconnect_base_delay: f64,
+    /// Backoff cap, seconds.
+    pub reconnect_max_delay: f64,
+    /// Backoff jitter, seconds.
+    pub reconnect_jitter_seconds: f64,
+    /// `ollama_url`.
+    pub ollama_url: String,
+    /// Protocol intervals.
+    pub tuning: Tuning,
+}
+
+impl Settings {
+    /// True in legacy direct mode (a session id was configured).
+    pub fn is_legacy(&self) -> bool {
+        self.session_id.is_some()
+    }
+
+    /// The platform base with trailing `/` removed.
+    fn base(&self) -> &str {
+        self.platform_url.trim_end_matches('/')
+    }
+
+    /// The HTTP base of 3.2.
+    pub fn http_base(&self) -> String {
+        let base = self.base();
+        if let Some(rest) = base.strip_prefix("wss://") {
+            format!("https://{rest}")
+        } else if let Some(rest) = base.strip_prefix("ws://") {
+            format!("http://{rest}")
+        } else {
+            base.to_owned()
+        }
+    }
+
+    /// The WebSocket base of 3.2 / PROTOCOL.md 2.1.
+    pub fn ws_base(&self) -> String {
+        if let Some(ws) = &self.platform_ws_url {
+            return ws.trim_end_matches('/').to_owned();
+        }
+        let base = self.base();
+        let base = if let Some(rest) = base.strip_prefix("https://") {
+            format!("wss://{rest}")
+        } else if let Some(rest) = base.strip_prefix("http://") {
+            format!("ws://{rest}")
+        } else {
+            base.to_owned()
+        };
+        format!("{base}/ws/local-executor")
+    }
+
+    /// The deployment id of 3.8: `<client_id>@<normalized HTTP base>`.
+    pub fn deployment_id(&self) -> String {
+        format!(
+            "{}@{}",
+            self.oauth_client_id,
+            normalize_http_base(&self.http_base())
+        )
+    }
+}
+
+/// Normalises an HTTP base for the deployment id (3.8): scheme and host lower-cased, the
+/// default port removed, query and fragment removed, trailing `/` removed.
+pub fn normalize_http_base(base: &str) -> String {
+    match url::Url::parse(base) {
+        Ok(mut u) => {
+            u.set_query(None);
+            u.set_fragment(None);
+            let default = match u.scheme() {
+                "https" => Some(443),
+                "http" => Some(80),
+                _ => None,
+            };
+            if u.port().is_some() && u.port() == default {
+                let _ = u.set_port(None);
+            }
+            u.to_string().trim_end_matches('/').to_owned()
+        }
+        Err(_) => base.trim_end_matches('/').to_owned(),
+    }
+}
+
+/// True for `localhost`, 127.0.0.0/8 and `::1`.
+pub fn is_loopback_host(host: &url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    }
+}
+
+/// The default config file of 4.2 for this OS.
+pub fn default_config_path(home: Option<&Path>, env: &ConfigSources) -> Option<PathBuf> {
+    if cfg!(target_os = "macos") {
+        return home
+            .map(|h| h.join("Library/Application Support/autogpt-local-executor/config.toml"));
+    }
+    let base = env
+        .env_get("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".config")))?;
+    Some(base.join("autogpt-local-executor").join("config.toml"))
+}
+
+fn default_audit_path(home: Option<&Path>, env: &ConfigSources) -> Option<PathBuf> {
+    if cfg!(target_os = "macos") {
+        return home.map(|h| h.join("Library/Logs/autogpt-local-executor/audit.log"));
+    }
+    let base = env
+        .env_get("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".local").join("state")))?;
+    Some(base.join("autogpt-local-executor").join("audit.log"))
+}
+
+fn kind_of(key: &str) -> Option<Kind> {
+    KEYS.iter().find(|(k, _)| *k == key).map(|(_, kind)| *kind)
+}
+
+fn toml_value(key: &str, kind: Kind, v: &toml::Value) -> Result<Val, ConfigError> {
+    let bad =
+        |want: &str| ConfigError::new(key, format!("expected {want}, found {}", v.type_str()));
+    Ok(match kind {
+        Kind::Str | Kind::Path => Val::Str(v.as_str().ok_or_else(|| bad("a string"))?.to_owned()),
+        Kind::Bool => Val::Bool(v.as_bool().ok_or_else(|| bad("a boolean"))?),
+        Kind::Int => Val::Int(v.as_integer().ok_or_else(|| bad("an integer"))?),
+        Kind::Float => match v {
+            toml::Value::Float(f) => Val::Float(*f),
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "an integer given for a float key"
+            )]
+            toml::Value::Integer(i) => Val::Float(*i as f64),
+            _ => return Err(bad("a number")),
+        },
+        Kind::StrList => {
+            let arr = v.as_array().ok_or_else(|| bad("an array of strings"))?;
+            let mut out = Vec::new();
+            for e in arr {
+                out.push(
+                    e.as_str()
+                        .ok_or_else(|| bad("an array of strings"))?
+                        .to_owned(),
+                );
+            }
+            Val::List(out)
+        }
+    })
+}
+
+/// Parses an environment value (4.4).
+fn env_value(var: &str, kind: Kind, raw: &str) -> Result<Val, ConfigError> {
+    let bad = |want: &str| ConfigError::new(var, format!("expected {want}, got {raw:?}"));
+    Ok(match kind {
+        Kind::Str | Kind::Path => Val::Str(raw.to_owned()),
+        Kind::Bool => match raw.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" | "y" | "t" => Val::Bool(true),
+            "0" | "false" | "no" | "off" | "n" | "f" => Val::Bool(false),
+            _ => return Err(bad("a boolean")),
+        },
+        Kind::Int => {
+            let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad("an integer"));
+            }
+            Val::Int(raw.parse::<i64>().map_err(|_| bad("an integer"))?)
+        }
+        Kind::Float => {
+            let ok = raw
+                .bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+            let f: f64 = raw.parse().map_err(|_| bad("a number"))?;
+            if !ok || !f.is_finite() {
+                return Err(bad("a number"));
+            }
+            Val::Float(f)
+        }
+        Kind::StrList => {
+            let list: Vec<String> =
+                serde_json::from_str(raw).map_err(|_| bad("a JSON array of strings"))?;
+            Val::List(list)
+        }
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    File,
+    Env,
+    Flag,
+}
+
+struct Raw {
+    vals: BTreeMap<&'static str, (Val, Source, String)>,
+}
+
+impl Raw {
+    fn set(&mut self, key: &str, val: Val, src: Source, loc: String) {
+        if let Some((k, _)) = KEYS.iter().find(|(k, _)| *k == key) {
+            self.vals.insert(k, (val, src, loc));
+        }
+    }
+
+    fn str(&self, key: &str) -> Option<(&str, &str)> {
+        match self.vals.get(key) {
+            Some((Val::Str(s), _, loc)) => Some((s.as_str(), loc.as_str())),
+            _ => None,
+        }
+    }
+
+    fn bool(&self, key: &str, default: bool) -> bool {
+        match self.vals.get(key) {
+            Some((Val::Bool(b), _, _)) => *b,
+            _ => default,
+        }
+    }
+
+    fn int(&self, key: &str, default: i64, min: i64, max: i64) -> Result<i64, ConfigError> {
+        match self.vals.get(key) {
+            Some((Val::Int(i), _, loc)) => {
+                if *i < min || *i > max {
+                    Err(ConfigError::new(
+                        loc.clone(),
+                        format!("must be between {min} and {max}"),
+                    ))
+                } else {
+                    Ok(*i)
+                }
+            }
+            _ => Ok(default),
+        }
+    }
+
+    fn float(&self, key: &str, default: f64) -> (f64, String) {
+        match self.vals.get(key) {
+            Some((Val::Float(f), _, loc)) => (*f, loc.clone()),
+            _ => (default, key.to_owned()),
+        }
+    }
+
+    fn path(
+        &self,
+        key: &str,
+        home: Option<&Path>,
+        cwd: &Path,
+    ) -> Result<Option<PathBuf>, ConfigError> {
+        let Some((Val::Str(s), src, loc)) = self.vals.get(key) else {
+            return Ok(None);
+        };
+        let expanded = expand_tilde(s, home)
+            .ok_or_else(|| ConfigError::new(loc.clone(), "cannot expand ~: no home directory"))?;
+        if expanded.is_absolute() {
+            Ok(Some(expanded))
+        } else if *src == Source::Flag {
+            Ok(Some(cwd.join(expanded)))
+        } else {
+            Err(ConfigError::new(loc.clone(), "path must be absolute"))
+        }
+    }
+}
+
+fn expand_tilde(s: &str, home: Option<&Path>) -> Option<PathBuf> {
+    if s == "~" {
+        return home.map(Path::to_path_buf);
+    }
+    if let Some(rest) = s.strip_prefix("~/") {
+        return home.map(|h| h.join(rest));
+    }
+    Some(PathBuf::from(s))
+}
+
+/// Checks the scheme rule of [H-15] for a platform URL.
+fn check_url(
+    loc: &str,
+    value: &str,
+    schemes: &[&str],
+    allow_insecure: bool,
+) -> Result<(), ConfigError> {
+    let u = url::Url::parse(value)
+        .map_err(|e| ConfigError::new(loc, format!("not an absolute URL: {e}")))?;
+    if !schemes.contains(&u.scheme()) {
+        return Err(ConfigError::new(
+            loc,
+            format!("scheme must be one of {}", schemes.join(", ")),
+        ));
+    }
+    let plaintext = matches!(u.scheme(), "http" | "ws");
+    if plaintext && !allow_insecure {
+        let loopback = u.host().is_some_and(|h| is_loopback_host(&h));
+        if !loopback {
+            return Err(ConfigError::new(
+                loc,
+                "plaintext http:// and ws:// are allowed only for loopback hosts (set allow_insecure_platform_url = true to override)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn positive_float(loc: &str, v: f64, allow_zero: bool) -> Result<f64, ConfigError> {
+    if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) {
+        return Err(ConfigError::new(
+            loc,
+            if allow_zero {
+                "must be >= 0"
+            } else {
+                "must be > 0"
+            },
+        ));
+    }
+    Ok(v)
+}
+
+fn secs(v: f64) -> Duration {
+    Duration::from_secs_f64(v)
+}
+
+/// Loads and validates the configuration (4.1-4.4). Warnings (unknown keys, a missing
+/// `--config` file) are logged.
+pub fn load(src: &ConfigSources) -> Result<Settings, ConfigError> {
+    let home = src.home.as_deref();
+    let mut raw = Raw {
+        vals: BTreeMap::new(),
+    };
+
+    // File.
+    let path = match &src.config_path {
+        Some(p) => Some(p.clone()),
+        None => default_config_path(home, src),
+    };
+    if let Some(p) = &path {
+        match std::fs::read_to_string(p) {
+            Ok(text) => {
+                let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+                    let loc = match e.span() {
+                        Some(span) => {
+                            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                            format!("{} line {line}", p.display())
+                        }
+                        None => p.display().to_string(),
+                    };
+                    ConfigError::new(loc, e.message().to_owned())
+                })?;
+                for (k, v) in &table {
+                    match kind_of(k) {
+                        Some(kind) => {
+                            let val = toml_value(k, kind, v)?;
+                            raw.set(k, val, Source::File, k.clone());
+                        }
+                        None => {
+                            tracing::warn!(key = %k, file = %p.display(), "ignoring unknown configuration key")
+                        }
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if src.config_path.is_some() {
+                    tracing::warn!(file = %p.display(), "configuration file not found; using defaults");
+                }
+            }
+            Err(e) => {
+                return Err(ConfigError::new(p.display().to_string(), e.to_string()));
+            }
+        }
+    }
+
+    // Environment.
+    for (name, value) in &src.env {
+        if name.len() <= ENV_PREFIX.len()
+            || !name.is_char_boundary(ENV_PREFIX.len())
+            || !name[..ENV_PREFIX.len()].eq_ignore_ascii_case(ENV_PREFIX)
+        {
+            continue;
+        }
+        let key = name[ENV_PREFIX.len()..].to_ascii_lowercase();
+        if RESERVED_ENV.contains(&key.as_str()) {
+            continue;
+        }
+        if let Some(kind) = kind_of(&key) {
+            let val = env_value(name, kind, value)?;
+            raw.set(&key, val, Source::Env, name.clone());
+        }
+    }
+
+    // Flags.
+    let f = &src.flags;
+    if let Some(p) = &f.allowed_root {
+        raw.set(
+            "allowed_root",
+            Val::Str(p.to_string_lossy().into_owned()),
+            Source::Flag,
+            "--allowed-root".into(),
+        );
+    }
+    if let Some(u) = &f.platform_url {
+        raw.set(
+            "platform_url",
+            Val::Str(u.clone()),
+            Source::Flag,
+            "--platform-url".into(),
+        );
+    }
+    if let Some(s) = &f.session_id {
+        raw.set(
+            "session_id",
+            Val::Str(s.clone()),
+            Source::Flag,
+            "--session-id".into(),
+        );
+    }
+    for (on, key, flag) in [
+        (f.enable_shell, "enable_shell", "--enable-shell"),
+        (
+            f.enable_computer_use,
+            "enable_computer_use",
+            "--enable-computer-use",
+        ),
+        (f.enable_clipboard, "enable_clipboard", "--enable-clipboard"),
+        (
+            f.enable_clipboard_read_foreign,
+            "enable_clipboard_read_foreign",
+            "--enable-clipboard-read-foreign",
+        ),
+        (f.enable_recording, "enable_recording", "--enable-recording"),
+    ] {
+        if on {
+            raw.set(key, Val::Bool(true), Source::Flag, flag.into());
+        }
+    }
+
+    resolve(&raw, src, path)
+}
+
+fn opt_str(raw: &Raw, key: &str) -> Option<(String, String)> {
+    raw.str(key)
+        .filter(|(s, _)| !s.is_empty())
+        .map(|(s, l)| (s.to_owned(), l.to_owned()))
+}
+
+fn resolve(
+    raw: &Raw,
+    src: &ConfigSources,
+    config_path: Option<PathBuf>,
+) -> Result<Settings, ConfigError> {
+    let home = src.home.as_deref();
+    let allow_insecure = raw.bool("allow_insecure_platform_url", false);
+
+    let (platform_url, loc) = opt_str(raw, "platform_url")
+        .unwrap_or_else(|| (DEFAULT_PLATFORM_URL.to_owned(), "platform_url".to_owned()));
+    check_url(
+        &loc,
+        &platform_url,
+        &["https", "wss", "http", "ws"],
+        allow_insecure,
+    )?;
+    let platform_ws_url = match opt_str(raw, "platform_ws_url") {
+        Some((u, loc)) => {
+            check_url(&loc, &u, &["wss", "ws"], allow_insecure)?;
+            Some(u)
+        }
+        None => None,
+    };
+    let platform_oauth_url = match opt_str(raw, "platform_oauth_url") {
+        Some((u, loc)) => {
+            check_url(&loc, &u, &["https", "http"], allow_insecure)?;
+            Some(u)
+        }
+        None => None,
+    };
+    let oauth_client_id = match raw.str("oauth_client_id") {
+        Some(("", loc)) => return Err(ConfigError::new(loc, "must not be empty")),
+        Some((s, _)) => s.to_owned(),
+        None => "autogpt-local-executor".to_owned(),
+    };
+    let oauth_redirect_port = u16::try_from(raw.int("oauth_redirect_port", 41_899, 1, 65_524)?)
+        .map_err(|_| ConfigError::new("oauth_redirect_port", "out of range"))?;
+    let session_id = raw
+        .str("session_id")
+        .map(|(s, _)| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    let machine_id = match raw.str("machine_id") {
+        Some(("", loc)) => return Err(ConfigError::new(loc, "must not be empty")),
+        Some((s, _)) => Some(s.to_owned()),
+        None => None,
+    };
+    let display_name = match raw.str("display_name") {
+        Some((s, loc)) => {
+            let n = s.chars().count();
+            if !(1..=128).contains(&n) {
+                return Err(ConfigError::new(loc, "must be 1-128 characters"));
+            }
+            Some(s.to_owned())
+        }
+        None => None,
+    };
+    let allowed_root = match raw.path("allowed_root", home, &src.cwd)? {
+        Some(p) => p,
+        None => {
+            let h = home
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from("/"));
+            if cfg!(target_os = "macos") {
+                h.join("Documents").join("autogpt-workspace")
+            } else {
+                h.join("autogpt-workspace")
+            }
+        }
+    };
+    let audit_log_path = match raw.path("audit_log_path", home, &src.cwd)? {
+        Some(p) => p,
+        None => default_audit_path(home, src).ok_or_else(|| {
+            ConfigError::new(
+                "audit_log_path",
+                "no home directory to derive the default from",
+            )
+        })?,
+    };
+    let _ = raw.path("recording_buffer_dir", home, &src.cwd)?;
+
+    let u32_key = |key: &str, default: i64| -> Result<u32, ConfigError> {
+        let v = raw.int(key, default, 1, i64::from(u32::MAX))?;
+        u32::try_from(v).map_err(|_| ConfigError::new(key, "out of range"))
+    };
+    let u64_key = |key: &str, default: i64| -> Result<u64, ConfigError> {
+        let v = raw.int(key, default, 1, i64::MAX)?;
+        u64::try_from(v).map_err(|_| ConfigError::new(key, "out of range"))
+    };
+    let max_concurrent = u32_key("max_concurrent", 4)?;
+    let max_concurrent_commands = u32_key("max_concurrent_commands", 10)?;
+    let command_timeout_seconds = u64_key("command_timeout_seconds", 30)?;
+    let max_file_size_bytes = u64_key("max_file_size_bytes", 10_485_760)?;
+    let max_commands_per_minute = u32_key("max_commands_per_minute", 60)?;
+    let max_screenshots_per_minute = u32_key("max_screenshots_per_minute", 10)?;
+    let _ = u32_key("recording_retention_limit", 10)?;
+
+    let (base, loc) = raw.float("reconnect_base_delay", 1.0);
+    let reconnect_base_delay = positive_float(&loc, base, false)?;
+    let (max, loc) = raw.float("reconnect_max_delay", 60.0);
+    let reconnect_max_delay = positive_float(&loc, max, false)?;
+    if reconnect_max_delay < reconnect_base_delay {
+        return Err(ConfigError::new(loc, "must be >= reconnect_base_delay"));
+    }
+    let (jitter, loc) = raw.float("reconnect_jitter_seconds", 5.0);
+    let reconnect_jitter_seconds = positive_float(&loc, jitter, true)?;
+
+    let d = Tuning::default();
+    let tuning_key = |key: &str, default: Duration| -> Result<Duration, ConfigError> {
+        let (v, loc) = raw.float(key, default.as_secs_f64());
+        Ok(secs(positive_float(&loc, v, false)?))
+    };
+    let tuning = Tuning {
+        status_interval: tuning_key("status_interval_seconds", d.status_interval)?,
+        idle_timeout: tuning_key("idle_timeout_seconds", d.idle_timeout)?,
+        idle_check_interval: tuning_key("idle_check_interval_seconds", d.idle_check_interval)?,
+        ws_ping_interval: tuning_key("ws_ping_interval_seconds", d.ws_ping_interval)?,
+        ws_pong_timeout: tuning_key("ws_pong_timeout_seconds", d.ws_pong_timeout)?,
+        handshake_timeout: tuning_key("handshake_timeout_seconds", d.handshake_timeout)?,
+    };
+
+    Ok(Settings {
+        config_path,
+        platform_url,
+        platform_ws_url,
+        platform_oauth_url,
+        allow_insecure_platform_url: allow_insecure,
+        oauth_client_id,
+        oauth_redirect_port,
+        session_id,
+        machine_id,
+        display_name,
+        allowed_root,
+        audit_log_path,
+        enable_shell: raw.bool("enable_shell", false),
+        enable_computer_use: raw.bool("enable_computer_use", false),
+        enable_local_llm: raw.bool("enable_local_llm", false),
+        enable_hardware: raw.bool("enable_hardware", false),
+        enable_clipboard: raw.bool("enable_clipboard", false),
+        enable_clipboard_read_foreign: raw.bool("enable_clipboard_read_foreign", false),
+        enable_recording: raw.bool("enable_recording", false),
+        max_concurrent,
+        max_concurrent_commands,
+        command_timeout_seconds,
+        max_file_size_bytes,
+        max_commands_per_minute,
+        max_screenshots_per_minute,
+        reconnect_base_delay,
+        reconnect_max_delay,
+        reconnect_jitter_seconds,
+        ollama_url: opt_str(raw, "ollama_url")
+            .map(|(s, _)| s)
+            .unwrap_or_else(|| "http://localhost:11434".to_owned()),
+        tuning,
+    })
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -1,0 +1,267 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+fn sources(
+    env: &[(&str, &str)],
+    flags: FlagOverrides,
+    file: Option<&str>,
+) -> (ConfigSources, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = file.map(|text| {
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    });
+    let src = ConfigSources {
+        config_path,
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        flags,
+        home: Some(PathBuf::from("/home/ada")),
+        cwd: PathBuf::from("/work"),
+    };
+    (src, dir)
+}
+
+#[test]
+fn defaults() {
+    let (src, _d) = sources(&[], FlagOverrides::default(), None);
+    let s = load(&src).unwrap();
+    assert_eq!(s.platform_url, "wss://platform.autogpt.net");
+    assert_eq!(s.ws_base(), "wss://platform.autogpt.net/ws/local-executor");
+    assert_eq!(s.http_base(), "https://platform.autogpt.net");
+    assert_eq!(
+        s.deployment_id(),
+        "autogpt-local-executor@https://platform.autogpt.net"
+    );
+    assert_eq!(s.allowed_root, PathBuf::from("/home/ada/autogpt-workspace"));
+    assert_eq!(
+        s.audit_log_path,
+        PathBuf::from("/home/ada/.local/state/autogpt-local-executor/audit.log")
+    );
+    assert!(!s.enable_shell);
+    assert_eq!(
+        (
+            s.max_concurrent,
+            s.command_timeout_seconds,
+            s.max_file_size_bytes
+        ),
+        (4, 30, 10_485_760)
+    );
+    assert_eq!(s.tuning, Tuning::default());
+    assert!(!s.is_legacy());
+}
+
+#[test]
+fn precedence_flags_over_env_over_file() {
+    let file = "platform_url = \"https://file.example\"\nmax_concurrent = 2\nsession_id = \"from-file\"\nenable_shell = true\n";
+    let (src, _d) = sources(
+        &[
+            ("AUTOGPT_SHIM_PLATFORM_URL", "https://env.example"),
+            ("autogpt_shim_max_concurrent", "3"),
+        ],
+        FlagOverrides {
+            platform_url: Some("https://flag.example/".into()),
+            ..FlagOverrides::default()
+        },
+        Some(file),
+    );
+    let s = load(&src).unwrap();
+    assert_eq!(s.platform_url, "https://flag.example/");
+    assert_eq!(s.ws_base(), "wss://flag.example/ws/local-executor");
+    assert_eq!(s.max_concurrent, 3);
+    assert_eq!(s.session_id.as_deref(), Some("from-file"));
+    // A flag can only turn a capability on; the file's `true` stays.
+    assert!(s.enable_shell);
+}
+
+#[test]
+fn strict_types_in_toml_and_env() {
+    let (src, _d) = sources(
+        &[],
+        FlagOverrides::default(),
+        Some("max_concurrent = \"4\"\n"),
+    );
+    let e = load(&src).unwrap_err();
+    assert_eq!(e.location, "max_concurrent");
+    let (src, _d) = sources(
+        &[],
+        FlagOverrides::default(),
+        Some("max_concurrent = 4.0\n"),
+    );
+    assert!(load(&src).is_err());
+    // An integer is accepted for a float key.
+    let (src, _d) = sources(
+        &[],
+        FlagOverrides::default(),
+        Some("reconnect_base_delay = 2\n"),
+    );
+    assert_eq!(load(&src).unwrap().reconnect_base_delay, 2.0);
+    let (src, _d) = sources(
+        &[("AUTOGPT_SHIM_ENABLE_SHELL", "maybe")],
+        FlagOverrides::default(),
+        None,
+    );
+    assert_eq!(
+        load(&src).unwrap_err().location,
+        "AUTOGPT_SHIM_ENABLE_SHELL"
+    );
+    for (v, want) in [("yes", true), ("T", true), ("off", false), ("0", false)] {
+        let (src, _d) = sources(
+            &[("AUTOGPT_SHIM_ENABLE_SHELL", v)],
+            FlagOverrides::default(),
+            None,
+        );
+        assert_eq!(load(&src).unwrap().enable_shell, want, "{v}");
+    }
+    let (src, _d) = sources(
+        &[("AUTOGPT_SHIM_MAX_CONCURRENT", "0")],
+        FlagOverrides::default(),
+        None,
+    );
+    assert!(load(&src).is_err());
+    let (src, _d) = sources(
+        &[("AUTOGPT_SHIM_RECORDING_CHANNELS", "[\"floor\"]")],
+        FlagOverrides::default(),
+        None,
+    );
+    assert!(load(&src).is_ok());
+    let (src, _d) = sources(
+        &[("AUTOGPT_SHIM_RECORDING_CHANNELS", "floor")],
+        FlagOverrides::default(),
+        None,
+    );
+    assert!(load(&src).is_err());
+}
+
+#[test]
+fn syntax_errors_name_the_line() {
+    let (src, _d) = sources(&[], FlagOverrides::default(), Some("a = 1\nb = = 2\n"));
+    let e = load(&src).unwrap_err();
+    assert!(e.location.ends_with("line 2"), "{e}");
+}
+
+#[test]
+fn unknown_keys_and_reserved_env_are_ignored() {
+    let (src, _d) = sources(
+        &[
+            ("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", "x"),
+            ("AUTOGPT_SHIM_SOMETHING", "y"),
+        ],
+        FlagOverrides::default(),
+        Some("unknown = 1\n[table]\nx = 1\n"),
+    );
+    assert!(load(&src).is_ok());
+}
+
+#[test]
+fn paths_expand_tilde_and_must_be_absolute() {
+    let (src, _d) = sources(
+        &[("AUTOGPT_SHIM_ALLOWED_ROOT", "~/work")],
+        FlagOverrides::default(),
+        None,
+    );
+    assert_eq!(
+        load(&src).unwrap().allowed_root,
+        PathBuf::from("/home/ada/work")
+    );
+    let (src, _d) = sources(
+        &[("AUTOGPT_SHIM_ALLOWED_ROOT", "relative/dir")],
+        FlagOverrides::default(),
+        None,
+    );
+    assert!(load(&src).is_err());
+    let (src, _d) = sources(
+        &[],
+        FlagOverrides {
+            allowed_root: Some(PathBuf::from("rel")),
+            ..FlagOverrides::default()
+        },
+        None,
+    );
+    assert_eq!(load(&src).unwrap().allowed_root, PathBuf::from("/work/rel"));
+}
+
+#[test]
+fn plaintext_urls_only_for_loopback() {
+    for (url, ok) in [
+        ("http://127.0.0.1:8000", true),
+        ("ws://localhost:1", true),
+        ("http://[::1]:80", true),
+        ("http://example.com", false),
+        ("ftp://example.com", false),
+        ("not a url", false),
+        ("https://example.com", true),
+    ] {
+        let (src, _d) = sources(
+            &[("AUTOGPT_SHIM_PLATFORM_URL", url)],
+            FlagOverrides::default(),
+            None,
+        );
+        assert_eq!(load(&src).is_ok(), ok, "{url}");
+    }
+    let (src, _d) = sources(
+        &[
+            ("AUTOGPT_SHIM_PLATFORM_URL", "http://lan.example"),
+            ("AUTOGPT_SHIM_ALLOW_INSECURE_PLATFORM_URL", "1"),
+        ],
+        FlagOverrides::default(),
+        None,
+    );
+    assert!(load(&src).is_ok());
+}
+
+#[test]
+fn blank_session_id_means_control_mode() {
+    for v in ["", "   "] {
+        let (src, _d) = sources(
+            &[],
+            FlagOverrides {
+                session_id: Some(v.into()),
+                ..FlagOverrides::default()
+            },
+            None,
+        );
+        assert!(!load(&src).unwrap().is_legacy());
+    }
+    let (src, _d) = sources(
+        &[("AUTOGPT_SHIM_SESSION_ID", " abc ")],
+        FlagOverrides::default(),
+        None,
+    );
+    assert_eq!(load(&src).unwrap().session_id.as_deref(), Some("abc"));
+}
+
+#[test]
+fn reconnect_delays_are_validated() {
+    let (src, _d) = sources(
+        &[
+            ("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "5"),
+            ("AUTOGPT_SHIM_RECONNECT_MAX_DELAY", "1"),
+        ],
+        FlagOverrides::default(),
+        None,
+    );
+    assert!(load(&src).is_err());
+    let (src, _d) = sources(
+        &[("AUTOGPT_SHIM_RECONNECT_JITTER_SECONDS", "-1")],
+        FlagOverrides::default(),
+        None,
+    );
+    assert!(load(&src).is_err());
+}
+
+#[test]
+fn deployment_id_normalisation() {
+    assert_eq!(
+        normalize_http_base("HTTPS://Platform.AutoGPT.net:443/"),
+        "https://platform.autogpt.net"
+    );
+    assert_eq!(
+        normalize_http_base("http://127.0.0.1:8080/base/?q=1#f"),
+        "http://127.0.0.1:8080/base"
+    );
+}

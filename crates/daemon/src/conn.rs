@@ -1,0 +1,946 @@
+//! One runtime (the control runtime, a child, or the legacy session): its reconnect loop
+//! (PROTOCOL.md 2.6), one connection's handshake (2.5, 5) and serve loop (3.5, 10, 11).
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use std::time::Instant;
+
+use futures_util::SinkExt;
+use futures_util::StreamExt;
+use shim_audit::AuditResult;
+use shim_audit::Map;
+use shim_exec::ExecConfig;
+use shim_exec::Executor;
+use shim_jail::JailRoot;
+use shim_protocol::Capability;
+use shim_protocol::DecodeError;
+use shim_protocol::ErrorCode;
+use shim_protocol::ErrorPayload;
+use shim_protocol::Frame;
+use shim_protocol::Message;
+use shim_protocol::MessageType;
+use shim_protocol::close::CloseAction;
+use shim_protocol::close::FatalClose;
+use shim_protocol::close::codes;
+use shim_protocol::error::CapabilityNotGrantedDetails;
+use shim_protocol::error::OverloadedDetails;
+use shim_protocol::frame;
+use shim_protocol::limits::MAX_FRAME_BYTES;
+use shim_protocol::messages::handshake::Empty;
+use shim_protocol::messages::handshake::Status;
+use tokio::sync::Semaphore;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_tungstenite::tungstenite;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_util::sync::CancellationToken;
+
+use crate::auditor::AuditFailed;
+use crate::auditor::Auditor;
+use crate::data::DataPlane;
+use crate::error::DaemonError;
+use crate::handshake;
+use crate::handshake::LocalLimits;
+use crate::handshake::Negotiated;
+use crate::handshake::Role;
+use crate::machine::Machine;
+
+/// How a runtime ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Asked to stop (signal, detach, idle stop, control reconnect).
+    Stopped,
+    /// The platform revoked it (`SESSION_REVOKED` or a fatal close code): exit 0.
+    Revoked,
+    /// A terminal failure with its exit code.
+    Failed(DaemonError),
+}
+
+/// One runtime: the control connection, a child, or the legacy session.
+#[derive(Clone)]
+pub(crate) struct Runtime {
+    pub(crate) machine: Arc<Machine>,
+    pub(crate) role: Role,
+    pub(crate) jail: Option<Arc<JailRoot>>,
+    pub(crate) audit: Auditor,
+    pub(crate) stop: CancellationToken,
+    /// Last valid inbound frame (3.5 step 2), for the idle reaper.
+    pub(crate) activity: Arc<Mutex<Instant>>,
+    pub(crate) control: Option<Arc<crate::control::Control>>,
+    /// Whether this runtime acquires the machine-wide work semaphore (children).
+    pub(crate) uses_work_limit: bool,
+}
+
+enum ConnEnd {
+    /// Clean close (1000/1001): base delay, attempt reset.
+    Clean,
+    /// Error end: backoff; `handshook` resets the attempt ([Rust extension]).
+    Error { handshook: bool },
+    /// The runtime ends.
+    Terminal(Outcome),
+}
+
+enum Out {
+    Text(String),
+    Ping,
+    Close(u16, String),
+}
+
+/// Per-connection counters (10.1).
+#[derive(Debug, Default, Clone, Copy)]
+struct Counters {
+    pending: u32,
+    in_flight: u32,
+    queue_depth: u32,
+}
+
+struct Conn {
+    rt: Runtime,
+    negotiated: Negotiated,
+    counters: Mutex<Counters>,
+    sem: Arc<Semaphore>,
+    out: mpsc::UnboundedSender<Out>,
+    started: Instant,
+    data: Option<DataPlane>,
+    /// After `SESSION_REVOKED` nothing more is sent.
+    silenced: Arc<AtomicBool>,
+}
+
+fn now_ts() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl Conn {
+    fn max(&self) -> u32 {
+        self.negotiated.limits.max_concurrent
+    }
+
+    fn capacity(&self) -> u32 {
+        let c = self.counters.lock().map(|c| *c).unwrap_or_default();
+        self.max()
+            .saturating_sub(c.pending.max(c.in_flight + c.queue_depth))
+    }
+
+    fn send(&self, text: String) {
+        let _ = self.out.send(Out::Text(text));
+    }
+
+    fn send_response(&self, id: &str, msg: &Message, pc: Option<u32>) {
+        match frame::encode_shim_response(id, now_ts(), pc, msg) {
+            Ok(t) => self.send(t),
+            Err(e) => tracing::error!(error = %e, "cannot encode a response"),
+        }
+    }
+
+    fn send_status(&self) {
+        let c = self.counters.lock().map(|c| *c).unwrap_or_default();
+        let status = Message::Status(Status {
+            in_flight: c.in_flight,
+            max_concurrent: self.max(),
+            queue_depth: c.queue_depth,
+            audit_log_bytes: self.rt.audit.log().log_bytes(),
+            uptime_seconds: (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        });
+        let id = uuid::Uuid::new_v4().to_string();
+        if let Ok(t) = frame::encode_shim(&id, now_ts(), Some(self.capacity()), &status) {
+            self.send(t);
+        }
+    }
+
+    /// Admission (3.5 step 5): `true` if admitted.
+    fn admit(&self) -> bool {
+        let Ok(mut c) = self.counters.lock() else {
+            return false;
+        };
+        if c.pending >= self.max() {
+            return false;
+        }
+        c.pending += 1;
+        c.queue_depth += 1;
+        true
+    }
+}
+
+/// `ws_base + "/" + pct(session_id)` with nothing safe (2.1).
+pub(crate) fn data_url(ws_base: &str, session_id: &str) -> String {
+    const SET: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    format!(
+        "{}/{}",
+        ws_base.trim_end_matches('/'),
+        percent_encoding::utf8_percent_encode(session_id, SET)
+    )
+}
+
+/// The backoff delay of 2.6 without jitter.
+pub(crate) fn backoff_delay(base: f64, max: f64, attempt: u32) -> f64 {
+    let factor = 2f64.powi(i32::try_from(attempt.min(62)).unwrap_or(62));
+    (base * factor).min(max)
+}
+
+fn jitter(max: f64) -> f64 {
+    if max <= 0.0 {
+        return 0.0;
+    }
+    let mut b = [0u8; 4];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
+    f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * max
+}
+
+impl Runtime {
+    fn url(&self) -> String {
+        let base = self.machine.settings.ws_base();
+        match &self.role {
+            Role::Control => base,
+            Role::Data { session_id, .. } => data_url(&base, session_id),
+        }
+    }
+
+    /// The reconnect loop (2.6).
+    pub(crate) async fn run(self) -> Outcome {
+        let s = &self.machine.settings;
+        let mut attempt: u32 = 0;
+        loop {
+            if self.stop.is_cancelled() || self.machine.shutdown.is_cancelled() {
+                return Outcome::Stopped;
+            }
+            let end = self.connection().await;
+            let delay = match end {
+                ConnEnd::Terminal(o) => return o,
+                ConnEnd::Clean => {
+                    attempt = 0;
+                    s.reconnect_base_delay.min(s.reconnect_max_delay)
+                }
+                ConnEnd::Error { handshook } => {
+                    if handshook {
+                        attempt = 0;
+                    }
+                    let d = backoff_delay(s.reconnect_base_delay, s.reconnect_max_delay, attempt);
+                    attempt = attempt.saturating_add(1);
+                    d
+                }
+            };
+            let delay = Duration::from_secs_f64(delay + jitter(s.reconnect_jitter_seconds));
+            let failed = self.audit.failed_token();
+            tracing::info!(
+                delay_ms = delay.as_millis() as u64,
+                "reconnecting after a delay"
+            );
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.stop.cancelled() => return Outcome::Stopped,
+                () = self.machine.shutdown.cancelled() => return Outcome::Stopped,
+                () = failed.cancelled() => return self.audit_failed_outcome(),
+            }
+        }
+    }
+
+    fn audit_failed_outcome(&self) -> Outcome {
+        Outcome::Failed(DaemonError::Audit(
+            self.audit
+                .failure()
+                .unwrap_or_else(|| "audit writer failed".into()),
+        ))
+    }
+
+    async fn audit_or_fail(&self, op: &str, details: Map) -> Result<(), ConnEnd> {
+        self.audit
+            .op(op, None, details, AuditResult::default())
+            .await
+            .map_err(|_| ConnEnd::Terminal(self.audit_failed_outcome()))
+    }
+
+    async fn revoked_by_close(&self, fatal: FatalClose) -> ConnEnd {
+        tracing::warn!(
+            code = fatal.code(),
+            label = fatal.label(),
+            "terminal close from the platform; not reconnecting"
+        );
+        let d = Map::new()
+            .with("reason", fatal.audit_reason())
+            .with("source", "ws_close_code")
+            .with("close_code", u64::from(fatal.code()));
+        if self.audit_or_fail("SESSION_REVOKED", d).await.is_err() {
+            return ConnEnd::Terminal(self.audit_failed_outcome());
+        }
+        let _ = self
+            .audit_or_fail(
+                "WS_DISCONNECTED",
+                Map::new().with(
+                    "reason",
+                    format!("ws_closed_{}_{}", fatal.code(), fatal.label()),
+                ),
+            )
+            .await;
+        ConnEnd::Terminal(Outcome::Revoked)
+    }
+
+    /// One connection: connect, handshake, serve.
+    async fn connection(&self) -> ConnEnd {
+        if let Some(control) = &self.control {
+            // 9.11: before HELLO, stop every child and forget every browse session.
+            control.on_reconnect().await;
+        }
+        let url = self.url();
+        let ws = match self.connect(&url).await {
+            Ok(ws) => ws,
+            Err(end) => return end,
+        };
+        if let Err(end) = self
+            .audit_or_fail("WS_CONNECTED", Map::new().with("url", url.as_str()))
+            .await
+        {
+            return end;
+        }
+        let (mut sink, mut stream) = ws.split();
+
+        // HELLO (5.1).
+        let role = self.role.clone();
+        let hello = handshake::build_hello(
+            &self.machine.identity,
+            &role,
+            self.machine.settings.enable_shell,
+        );
+        let hello_id = uuid::Uuid::new_v4().to_string();
+        let text =
+            match frame::encode_shim(&hello_id, now_ts(), None, &Message::Hello(hello.clone())) {
+                Ok(t) => t,
+                Err(e) => {
+                    let _ = sink
+                        .send(close_msg(codes::BAD_HELLO, "HELLO payload too large"))
+                        .await;
+                    return ConnEnd::Terminal(Outcome::Failed(DaemonError::Protocol(format!(
+                        "cannot send HELLO: {e}"
+                    ))));
+                }
+            };
+        if sink.send(tungstenite::Message::text(text)).await.is_err() {
+            return ConnEnd::Error { handshook: false };
+        }
+
+        // HELLO_ACK (5.3).
+        let tuning = self.machine.settings.tuning;
+        let first = tokio::select! {
+            r = tokio::time::timeout(tuning.handshake_timeout, next_data(&mut stream)) => r,
+            () = self.stop.cancelled() => return ConnEnd::Terminal(Outcome::Stopped),
+            () = self.machine.shutdown.cancelled() => {
+                let _ = sink.send(close_msg(codes::NORMAL, "")).await;
+                return ConnEnd::Terminal(Outcome::Stopped);
+            }
+        };
+        let first = match first {
+            Err(_) => {
+                tracing::warn!("no HELLO_ACK within the handshake timeout");
+                return ConnEnd::Error { handshook: false };
+            }
+            Ok(Inbound::Closed(Some(code))) => {
+                return match shim_protocol::close::classify(code) {
+                    CloseAction::Fatal(f) => self.revoked_by_close(f).await,
+                    CloseAction::CleanReconnect => ConnEnd::Clean,
+                    CloseAction::BackoffReconnect => ConnEnd::Error { handshook: false },
+                };
+            }
+            Ok(Inbound::Closed(None)) | Ok(Inbound::Pong) => {
+                return ConnEnd::Error { handshook: false };
+            }
+            Ok(Inbound::Data(bytes)) => bytes,
+        };
+        let ack_frame = match frame::decode_bytes(&first) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(error = %e, "first frame is not a valid HELLO_ACK");
+                return ConnEnd::Error { handshook: false };
+            }
+        };
+        let Message::HelloAck(ack) = &ack_frame.message else {
+            tracing::warn!(ty = %ack_frame.message_type(), "first frame is not HELLO_ACK");
+            return ConnEnd::Error { handshook: false };
+        };
+        let s = &self.machine.settings;
+        let local = LocalLimits {
+            max_concurrent: s.max_concurrent,
+            command_timeout_seconds: s.command_timeout_seconds,
+            max_file_size_bytes: s.max_file_size_bytes,
+        };
+        let negotiated = match handshake::process_ack(
+            &hello_id,
+            &ack_frame.id,
+            &hello,
+            ack,
+            &role,
+            local,
+        ) {
+            Ok(n) => n,
+            Err(refusal) => {
+                tracing::error!(code = refusal.code, reason = %refusal.reason, "refusing HELLO_ACK");
+                let _ = sink.send(close_msg(refusal.code, &refusal.reason)).await;
+                let _ = sink.close().await;
+                return ConnEnd::Terminal(match refusal.code {
+                    codes::FORBIDDEN => Outcome::Failed(DaemonError::Auth(format!(
+                        "the platform's HELLO_ACK names another session ({})",
+                        refusal.reason
+                    ))),
+                    codes::PROTOCOL_VERSION_MISMATCH => {
+                        tracing::error!("protocol mismatch with the platform: {}", refusal.reason);
+                        Outcome::Revoked
+                    }
+                    _ => Outcome::Failed(DaemonError::Protocol(refusal.reason)),
+                });
+            }
+        };
+        let granted: Vec<String> = negotiated
+            .granted
+            .iter()
+            .map(|c| c.as_str().to_owned())
+            .collect();
+        if let Err(end) = self
+            .audit_or_fail(
+                "CONFIG_RELOADED",
+                Map::new().with("granted_capabilities", granted),
+            )
+            .await
+        {
+            return end;
+        }
+        if let Role::Control = role {
+            let max = negotiated.limits.max_concurrent as usize;
+            if let Ok(mut w) = self.machine.work_sem.lock() {
+                *w = Some(Arc::new(Semaphore::new(max)));
+            }
+        }
+        tracing::info!(url = %url, granted = ?negotiated.granted, "connected");
+        self.serve(sink, stream, negotiated).await
+    }
+
+    async fn connect(&self, url: &str) -> Result<WsStream, ConnEnd> {
+        let s = &self.machine.settings;
+        // Plaintext only to loopback (H-15), checked again at connect time.
+        let parsed = url::Url::parse(url).map_err(|e| {
+            ConnEnd::Terminal(Outcome::Failed(DaemonError::Other(format!(
+                "bad WebSocket URL: {e}"
+            ))))
+        })?;
+        if parsed.scheme() == "ws"
+            && !s.allow_insecure_platform_url
+            && !parsed
+                .host()
+                .is_some_and(|h| crate::config::is_loopback_host(&h))
+        {
+            return Err(ConnEnd::Terminal(Outcome::Failed(DaemonError::Other(
+                "refusing plaintext ws:// to a non-loopback host".into(),
+            ))));
+        }
+        let mut retried = false;
+        let mut token = self.machine.tokens.current();
+        loop {
+            let Some(tok) = token.clone() else {
+                return Err(ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
+                    format!(
+                        "not authenticated for {} — run autogpt-shim auth",
+                        s.deployment_id()
+                    ),
+                ))));
+            };
+            let mut req = url.into_client_request().map_err(|e| {
+                ConnEnd::Terminal(Outcome::Failed(DaemonError::Other(format!(
+                    "bad WebSocket URL: {e}"
+                ))))
+            })?;
+            let header = format!("Bearer {tok}").parse().map_err(|_| {
+                ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
+                    "the stored access token is not a valid header value".into(),
+                )))
+            })?;
+            req.headers_mut().insert("authorization", header);
+            let config = WebSocketConfig::default()
+                .max_message_size(Some(MAX_FRAME_BYTES))
+                .max_frame_size(Some(MAX_FRAME_BYTES));
+            let attempt = tokio::time::timeout(
+                s.tuning.handshake_timeout,
+                tokio_tungstenite::connect_async_with_config(req, Some(config), true),
+            );
+            let r = tokio::select! {
+                r = attempt => r,
+                () = self.stop.cancelled() => return Err(ConnEnd::Terminal(Outcome::Stopped)),
+                () = self.machine.shutdown.cancelled() => return Err(ConnEnd::Terminal(Outcome::Stopped)),
+            };
+            match r {
+                Ok(Ok((ws, _))) => return Ok(ws),
+                Ok(Err(tungstenite::Error::Http(resp))) => {
+                    let status = resp.status().as_u16();
+                    match status {
+                        403 => {
+                            return Err(ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
+                                format!(
+                                    "the platform refused the connection with HTTP 403 ({url})"
+                                ),
+                            ))));
+                        }
+                        401 if !retried => {
+                            retried = true;
+                            match self.machine.tokens.after_unauthorized(&tok).await {
+                                Ok(t) => token = Some(t),
+                                Err(e) => return Err(ConnEnd::Terminal(Outcome::Failed(e))),
+                            }
+                        }
+                        401 => {
+                            return Err(ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
+                                "WebSocket upgrade answered 401 after one refresh".into(),
+                            ))));
+                        }
+                        _ => {
+                            tracing::warn!(status, "upgrade refused; will retry");
+                            return Err(ConnEnd::Error { handshook: false });
+                        }
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, url, "connect failed; will retry");
+                    return Err(ConnEnd::Error { handshook: false });
+                }
+                Err(_) => {
+                    tracing::warn!(url, "connect timed out; will retry");
+                    return Err(ConnEnd::Error { handshook: false });
+                }
+            }
+        }
+    }
+
+    async fn serve(&self, sink: WsSink, mut stream: WsSource, negotiated: Negotiated) -> ConnEnd {
+        let (out_tx, out_rx) = mpsc::unbounded_channel();
+        let silenced = Arc::new(AtomicBool::new(false));
+        let writer = tokio::spawn(write_loop(sink, out_rx, silenced.clone()));
+        let data = match (&self.role, &self.jail) {
+            (Role::Data { .. }, Some(jail)) => {
+                let mut cfg = ExecConfig::from_process(self.machine.settings.enable_shell);
+                cfg.command_timeout_seconds = negotiated.limits.command_timeout_seconds;
+                cfg.max_file_size_bytes = negotiated.limits.max_file_size_bytes;
+                jail.lower_max_file_size(negotiated.limits.max_file_size_bytes);
+                Some(DataPlane {
+                    jail: jail.clone(),
+                    executor: Executor::new(cfg, self.machine.limiter.clone()),
+                    audit: self.audit.clone(),
+                })
+            }
+            _ => None,
+        };
+        let conn = Arc::new(Conn {
+            rt: self.clone(),
+            sem: Arc::new(Semaphore::new(negotiated.limits.max_concurrent as usize)),
+            negotiated,
+            counters: Mutex::new(Counters::default()),
+            out: out_tx,
+            started: Instant::now(),
+            data,
+            silenced: silenced.clone(),
+        });
+        if let Ok(mut a) = self.activity.lock() {
+            *a = Instant::now();
+        }
+        let tuning = self.machine.settings.tuning;
+        let mut tasks: JoinSet<()> = JoinSet::new();
+        let mut status = tokio::time::interval_at(
+            tokio::time::Instant::now() + tuning.status_interval,
+            tuning.status_interval,
+        );
+        let mut ping = tokio::time::interval_at(
+            tokio::time::Instant::now() + tuning.ws_ping_interval,
+            tuning.ws_ping_interval,
+        );
+        let mut awaiting_pong: Option<Instant> = None;
+        let failed = self.audit.failed_token();
+
+        let end = loop {
+            tokio::select! {
+                inbound = next_data(&mut stream) => match inbound {
+                    Inbound::Pong => awaiting_pong = None,
+                    Inbound::Closed(code) => {
+                        break match code.map(shim_protocol::close::classify) {
+                            Some(CloseAction::Fatal(f)) => {
+                                tasks.abort_all();
+                                self.revoked_by_close(f).await
+                            }
+                            Some(CloseAction::CleanReconnect) => ConnEnd::Clean,
+                            _ => ConnEnd::Error { handshook: true },
+                        };
+                    }
+                    Inbound::Data(bytes) => {
+                        if let Some(end) = self.inbound(&conn, &bytes, &mut tasks).await {
+                            break end;
+                        }
+                    }
+                },
+                _ = status.tick() => conn.send_status(),
+                _ = ping.tick() => {
+                    if let Some(since) = awaiting_pong
+                        && since.elapsed() >= tuning.ws_pong_timeout
+                    {
+                        tracing::warn!("no pong within the deadline; reconnecting");
+                        break ConnEnd::Error { handshook: true };
+                    }
+                    if awaiting_pong.is_none() {
+                        awaiting_pong = Some(Instant::now());
+                    }
+                    let _ = conn.out.send(Out::Ping);
+                }
+                () = tokio::time::sleep(pong_wait(awaiting_pong, tuning.ws_pong_timeout)), if awaiting_pong.is_some() => {
+                    tracing::warn!("no pong within the deadline; reconnecting");
+                    break ConnEnd::Error { handshook: true };
+                }
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                () = self.stop.cancelled() => {
+                    break ConnEnd::Terminal(Outcome::Stopped);
+                }
+                () = self.machine.shutdown.cancelled() => {
+                    break ConnEnd::Terminal(Outcome::Stopped);
+                }
+                () = failed.cancelled() => {
+                    break ConnEnd::Terminal(self.audit_failed_outcome());
+                }
+            }
+        };
+        // Cancel everything still running on this connection (2.6): responses are never sent.
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+        let close = match &end {
+            ConnEnd::Terminal(Outcome::Stopped) => Some((codes::NORMAL, String::new())),
+            ConnEnd::Terminal(Outcome::Failed(DaemonError::Audit(_))) => {
+                Some((codes::SERVER_ERROR, "audit log failure".to_owned()))
+            }
+            ConnEnd::Terminal(Outcome::Revoked) if silenced.load(Ordering::SeqCst) => {
+                Some((codes::SESSION_REVOKED, "session_revoked".to_owned()))
+            }
+            ConnEnd::Error { .. } => Some((codes::GOING_AWAY, String::new())),
+            _ => None,
+        };
+        if let Some((code, reason)) = close {
+            let _ = conn.out.send(Out::Close(code, reason));
+        }
+        drop(conn);
+        let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+        let reason = match &end {
+            ConnEnd::Clean => "clean_exit".to_owned(),
+            ConnEnd::Error { .. } => "loop_error: connection lost".to_owned(),
+            ConnEnd::Terminal(Outcome::Stopped) => "clean_exit".to_owned(),
+            ConnEnd::Terminal(Outcome::Revoked) => return end,
+            ConnEnd::Terminal(Outcome::Failed(e)) => format!("loop_error: {e}"),
+        };
+        if !self.audit.failed_token().is_cancelled() {
+            let _ = self
+                .audit
+                .op(
+                    "WS_DISCONNECTED",
+                    None,
+                    Map::new().with("reason", reason),
+                    AuditResult::default(),
+                )
+                .await;
+        }
+        end
+    }
+
+    /// One inbound data frame (3.5). `Some` ends the connection.
+    async fn inbound(
+        &self,
+        conn: &Arc<Conn>,
+        bytes: &[u8],
+        tasks: &mut JoinSet<()>,
+    ) -> Option<ConnEnd> {
+        let f = match frame::decode_bytes(bytes) {
+            Ok(f) => f,
+            Err(e) => {
+                self.malformed(conn, &e);
+                return None;
+            }
+        };
+        if let Ok(mut a) = self.activity.lock() {
+            *a = Instant::now();
+        }
+        match &f.message {
+            Message::Ping(_) => {
+                if let Ok(t) = frame::encode_shim(&f.id, now_ts(), None, &Message::Pong(Empty {})) {
+                    conn.send(t);
+                }
+                return None;
+            }
+            Message::SessionRevoked(r) => {
+                // 11: no further frames, audit, close 4428, stop.
+                conn.silenced.store(true, Ordering::SeqCst);
+                tasks.abort_all();
+                let mut d = Map::new()
+                    .with("reason", r.reason.as_str())
+                    .with("source", "frame");
+                if let Some(m) = &r.new_shim_machine_id {
+                    d.insert("new_shim_machine_id", m.as_str());
+                }
+                if self
+                    .audit
+                    .op("SESSION_REVOKED", None, d, AuditResult::default())
+                    .await
+                    .is_err()
+                {
+                    return Some(ConnEnd::Terminal(self.audit_failed_outcome()));
+                }
+                tracing::warn!(
+                    reason = r.reason.as_str(),
+                    "session revoked by the platform; not reconnecting"
+                );
+                return Some(ConnEnd::Terminal(Outcome::Revoked));
+            }
+            _ => {}
+        }
+        // Admission (step 5).
+        if !conn.admit() {
+            let err = Message::Error(ErrorPayload::with_details(
+                ErrorCode::ShimOverloaded,
+                "The local executor is at its concurrency limit.",
+                &OverloadedDetails {
+                    max_concurrent: conn.max(),
+                },
+            ));
+            conn.send_response(&f.id, &err, Some(0));
+            let ty = f.message_type().as_str();
+            let audit = self.audit.clone();
+            let id = f.id.clone();
+            tasks.spawn(async move {
+                let _ = audit.refusal(ty, &id, &ErrorCode::ShimOverloaded).await;
+            });
+            return None;
+        }
+        let conn2 = conn.clone();
+        tasks.spawn(async move { run_request(conn2, f).await });
+        None
+    }
+
+    fn malformed(&self, conn: &Conn, e: &DecodeError) {
+        match (e.answerable(), e.error_payload()) {
+            (Some((id, ty)), Some(payload))
+                if !ty.expected_responses().is_empty() && ty != MessageType::Ping =>
+            {
+                tracing::warn!(error = %e, "answering a malformed request");
+                conn.send_response(id, &Message::Error(payload), Some(conn.capacity()));
+            }
+            _ => tracing::warn!(error = %e, "dropping an invalid frame"),
+        }
+    }
+}
+
+fn pong_wait(since: Option<Instant>, timeout: Duration) -> Duration {
+    since.map_or(timeout, |s| timeout.saturating_sub(s.elapsed()))
+}
+
+/// Steps 6-11 of 3.5 for one admitted request.
+async fn run_request(conn: Arc<Conn>, f: Frame) {
+    let Ok(permit) = conn.sem.clone().acquire_owned().await else {
+        return;
+    };
+    if let Ok(mut c) = conn.counters.lock() {
+        c.queue_depth = c.queue_depth.saturating_sub(1);
+        c.in_flight += 1;
+    }
+    let result = handle(&conn, &f).await;
+    drop(permit);
+    let edge = {
+        let Ok(mut c) = conn.counters.lock() else {
+            return;
+        };
+        let edge = c.pending >= conn.max() || c.in_flight == conn.max();
+        c.in_flight = c.in_flight.saturating_sub(1);
+        c.pending = c.pending.saturating_sub(1);
+        edge
+    };
+    let Ok(response) = result else {
+        // The audit writer failed: nothing may be sent; the runtime is stopping.
+        return;
+    };
+    if conn.silenced.load(Ordering::SeqCst) {
+        return;
+    }
+    if let Some(msg) = response {
+        conn.send_response(&f.id, &msg, Some(conn.capacity()));
+    }
+    if edge {
+        conn.send_status();
+    }
+}
+
+fn error_msg(code: ErrorCode, message: &str) -> Message {
+    Message::Error(ErrorPayload::new(code, message))
+}
+
+/// Mode check, capability check and handler (3.5 steps 7-10).
+async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> {
+    let ty = f.message_type();
+    let rt = &conn.rt;
+    let is_control = matches!(rt.role, Role::Control);
+    // Step 7: the control connection never executes anything (6.3).
+    if is_control && !ty.is_control_request() {
+        rt.audit
+            .refusal(ty.as_str(), &f.id, &ErrorCode::FeatureNotSupported)
+            .await?;
+        return Ok(Some(error_msg(
+            ErrorCode::FeatureNotSupported,
+            "Execution operations require an activated per-session data connection.",
+        )));
+    }
+    // Step 8.
+    let Some(cap) = ty.required_capability() else {
+        // A stray response type on a data connection: no reply (step 10).
+        return Ok(None);
+    };
+    if !conn.negotiated.is_granted(&cap) {
+        rt.audit
+            .refusal(ty.as_str(), &f.id, &ErrorCode::CapabilityNotGranted)
+            .await?;
+        return Ok(Some(Message::Error(ErrorPayload::with_details(
+            ErrorCode::CapabilityNotGranted,
+            format!(
+                "The {} capability was not granted for this connection.",
+                cap.as_str()
+            ),
+            &CapabilityNotGrantedDetails {
+                capability: cap.as_str().to_owned(),
+                required_capability: cap.as_str().to_owned(),
+                granted_capabilities: conn.negotiated.granted_sorted(),
+            },
+        ))));
+    }
+    if is_control {
+        let Some(control) = &rt.control else {
+            return Ok(Some(error_msg(
+                ErrorCode::InternalError,
+                "control plane unavailable",
+            )));
+        };
+        return control.handle(&f.id, &f.message).await.map(Some);
+    }
+    if ty.is_control_request() {
+        return Ok(Some(error_msg(
+            ErrorCode::FeatureNotSupported,
+            "Control operations are only accepted on the base control connection.",
+        )));
+    }
+    let Some(data) = &conn.data else {
+        return Ok(Some(error_msg(ErrorCode::InternalError, "no data plane")));
+    };
+    // 10.3: children run handlers under the machine-wide work limit.
+    let work = if rt.uses_work_limit {
+        let sem = rt.machine.work_sem.lock().ok().and_then(|w| w.clone());
+        match sem {
+            Some(s) => s.acquire_owned().await.ok(),
+            None => None,
+        }
+    } else {
+        None
+    };
+    let id = f.id.as_str();
+    let r = match f.message.clone() {
+        Message::FileRead(p) => data.read(id, p).await,
+        Message::FileWrite(p) => data.write(id, p).await,
+        Message::FileStat(p) => data.stat(id, p).await,
+        Message::FileList(p) => data.list(id, p).await,
+        Message::FileDelete(p) => data.delete(id, p).await,
+        Message::FileMove(p) => data.rename(id, p).await,
+        Message::ExecuteCommand(p) => data.execute(id, p).await,
+        _ => {
+            // Computer use, local LLM, recording and hardware are never advertised, so
+            // they cannot be granted; this is the handler's defence in depth (6.2).
+            rt.audit
+                .refusal(ty.as_str(), id, &ErrorCode::CapabilityNotGranted)
+                .await?;
+            Ok(error_msg(
+                ErrorCode::CapabilityNotGranted,
+                &format!("{} is not enabled on this machine.", cap_label(&cap)),
+            ))
+        }
+    };
+    drop(work);
+    r.map(Some)
+}
+
+fn cap_label(cap: &Capability) -> &str {
+    cap.as_str()
+}
+
+type WsStream =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type WsSink = futures_util::stream::SplitSink<WsStream, tungstenite::Message>;
+type WsSource = futures_util::stream::SplitStream<WsStream>;
+
+fn close_msg(code: u16, reason: &str) -> tungstenite::Message {
+    tungstenite::Message::Close(Some(CloseFrame {
+        code: CloseCode::from(code),
+        reason: shim_protocol::close::truncate_reason(reason)
+            .to_owned()
+            .into(),
+    }))
+}
+
+enum Inbound {
+    Data(Vec<u8>),
+    Pong,
+    Closed(Option<u16>),
+}
+
+/// The next application frame, pong, or the end of the socket.
+async fn next_data(stream: &mut WsSource) -> Inbound {
+    loop {
+        match stream.next().await {
+            None | Some(Err(_)) => return Inbound::Closed(None),
+            Some(Ok(m)) => match m {
+                tungstenite::Message::Text(t) => return Inbound::Data(t.as_bytes().to_vec()),
+                tungstenite::Message::Binary(b) => return Inbound::Data(b.to_vec()),
+                tungstenite::Message::Pong(_) => return Inbound::Pong,
+                tungstenite::Message::Ping(_) | tungstenite::Message::Frame(_) => {}
+                tungstenite::Message::Close(c) => {
+                    return Inbound::Closed(Some(c.map_or(codes::ABNORMAL, |c| u16::from(c.code))));
+                }
+            },
+        }
+    }
+}
+
+async fn write_loop(
+    mut sink: WsSink,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    silenced: Arc<AtomicBool>,
+) {
+    while let Some(o) = rx.recv().await {
+        let r = match o {
+            Out::Text(t) => {
+                if silenced.load(Ordering::SeqCst) {
+                    continue;
+                }
+                sink.send(tungstenite::Message::text(t)).await
+            }
+            Out::Ping => {
+                sink.send(tungstenite::Message::Ping(Vec::new().into()))
+                    .await
+            }
+            Out::Close(code, reason) => {
+                let _ = sink.send(close_msg(code, &reason)).await;
+                let _ = sink.close().await;
+                break;
+            }
+        };
+        if r.is_err() {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "conn_tests.rs"]
+mod tests;

@@ -1,0 +1,1097 @@
+//! The machine control plane (PROTOCOL.md 9): folder browsing with opaque references,
+//! session bindings with root grants, and child runtimes.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+use std::time::Instant;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use shim_audit::AuditResult;
+use shim_audit::Map;
+use shim_jail::JailConfig;
+use shim_jail::JailRoot;
+use shim_protocol::ErrorCode;
+use shim_protocol::ErrorPayload;
+use shim_protocol::Message;
+use shim_protocol::error::RevisionMismatchDetails;
+use shim_protocol::limits::MAX_CHILD_RUNTIMES;
+use shim_protocol::limits::MAX_SESSION_BINDINGS;
+use shim_protocol::messages::control::ActivateSession;
+use shim_protocol::messages::control::AttachSession;
+use shim_protocol::messages::control::DetachSession;
+use shim_protocol::messages::control::DirectoryListRequest;
+use shim_protocol::messages::control::DirectoryListResponse;
+use shim_protocol::messages::control::DirectoryReference;
+use shim_protocol::messages::control::RestoreSession;
+use shim_protocol::messages::control::SessionActivated;
+use shim_protocol::messages::control::SessionAttached;
+use shim_protocol::messages::control::SessionRestored;
+use shim_protocol::messages::handshake::Ack;
+use shim_protocol::values::BrowseToken;
+use shim_protocol::values::Fingerprint;
+use shim_protocol::values::RootGrant;
+use tokio_util::sync::CancellationToken;
+
+use crate::auditor::AuditFailed;
+use crate::auditor::Auditor;
+use crate::conn::Outcome;
+use crate::conn::Runtime;
+use crate::grant;
+use crate::handshake::Role;
+use crate::machine::Machine;
+
+/// Browse sessions per control connection.
+const MAX_BROWSES: usize = 8;
+/// References per browse session.
+const MAX_REFS: usize = 1200;
+/// Cursors per browse session.
+const MAX_CURSORS: usize = 32;
+/// Browse session lifetime, seconds.
+const BROWSE_TTL: f64 = 300.0;
+/// Entries per page.
+const PAGE: usize = 200;
+/// Entries scanned per directory.
+const SCAN_LIMIT: usize = 1000;
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// 24 random bytes, base64url without padding (32 characters).
+fn token() -> String {
+    let mut b = [0u8; 24];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
+    URL_SAFE_NO_PAD.encode(b)
+}
+
+fn btoken(s: String) -> Option<BrowseToken> {
+    BrowseToken::new(s).ok()
+}
+
+#[derive(Debug, Clone)]
+struct RefEntry {
+    path: PathBuf,
+    parent: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Cursor {
+    dir_ref: String,
+    offset: usize,
+    used: u64,
+}
+
+#[derive(Debug)]
+struct Browse {
+    expires_at: f64,
+    used: u64,
+    refs: HashMap<String, RefEntry>,
+    cursors: HashMap<String, Cursor>,
+}
+
+/// A session binding (9.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Binding {
+    /// The session.
+    pub session_id: String,
+    /// Canonical root.
+    pub allowed_root: String,
+    /// Fingerprint.
+    pub fingerprint: String,
+    /// Revision.
+    pub revision: u64,
+    /// The grant string.
+    pub root_grant: String,
+}
+
+struct Child {
+    binding: Binding,
+    stop: CancellationToken,
+    handle: tokio::task::JoinHandle<Outcome>,
+    activity: Arc<Mutex<Instant>>,
+    generation: u64,
+}
+
+#[derive(Default)]
+struct State {
+    browses: HashMap<String, Browse>,
+    bindings: HashMap<String, (Binding, u64)>,
+    clock: u64,
+}
+
+impl State {
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    fn evict_expired(&mut self, t: f64) {
+        self.browses.retain(|_, b| t < b.expires_at);
+    }
+}
+
+/// The control runtime's state and handlers.
+pub(crate) struct Control {
+    machine: Arc<Machine>,
+    audit: Auditor,
+    state: Mutex<State>,
+    children: Mutex<HashMap<String, Child>>,
+    session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    generation: Mutex<u64>,
+}
+
+fn err(code: ErrorCode, message: impl Into<String>) -> Message {
+    Message::Error(ErrorPayload::new(code, message))
+}
+
+fn perr(code: ErrorCode, message: impl Into<String>) -> ErrorPayload {
+    ErrorPayload::new(code, message)
+}
+
+fn invalid_ref() -> ErrorPayload {
+    ErrorPayload::new(
+        ErrorCode::DirectoryReferenceInvalid,
+        "The directory reference is invalid or expired.",
+    )
+}
+
+fn unavailable() -> ErrorPayload {
+    ErrorPayload::new(
+        ErrorCode::DirectoryUnavailable,
+        "The directory is no longer available.",
+    )
+}
+
+/// Names the browser never lists: empty, control/format/private-use characters, `<`/`>`.
+fn acceptable_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.chars().any(|c| {
+            let u = c as u32;
+            c.is_control()
+                || c == '<'
+                || c == '>'
+                || matches!(u, 0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x180E
+                    | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0xFEFF
+                    | 0xFFF9..=0xFFFB | 0xE000..=0xF8FF | 0xF0000..=0x10FFFF)
+        })
+}
+
+fn is_special(p: &Path) -> bool {
+    ["/dev", "/proc", "/sys", "/run"]
+        .iter()
+        .any(|s| p == Path::new(s))
+}
+
+/// A usable directory: not a symlink itself, canonical, accessible.
+fn usable_dir(raw: &Path) -> Option<PathBuf> {
+    let m = std::fs::symlink_metadata(raw).ok()?;
+    if m.file_type().is_symlink() || !m.is_dir() {
+        return None;
+    }
+    let c = std::fs::canonicalize(raw).ok()?;
+    if !grant::accessible(&c) || is_special(&c) || c.to_str().is_none() {
+        return None;
+    }
+    Some(c)
+}
+
+fn display_name(p: &Path) -> String {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .map_or_else(|| p.to_string_lossy().into_owned(), str::to_owned)
+}
+
+/// The virtual roots of 9.2 (linux / wsl2).
+fn virtual_roots(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let push = |p: PathBuf, out: &mut Vec<PathBuf>| {
+        if !out.contains(&p) && out.len() < PAGE {
+            out.push(p);
+        }
+    };
+    if let Some(h) = home
+        && let Some(c) = usable_dir(h)
+    {
+        push(c, &mut out);
+    }
+    let user = home.and_then(|h| h.file_name()).and_then(|n| n.to_str());
+    if let Some(user) = user {
+        for parent in [format!("/media/{user}"), format!("/run/media/{user}")] {
+            if let Ok(rd) = std::fs::read_dir(&parent) {
+                let mut kids: Vec<PathBuf> = rd
+                    .take(SCAN_LIMIT)
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_str().is_some_and(acceptable_name))
+                    .filter_map(|e| usable_dir(&e.path()))
+                    .collect();
+                kids.sort();
+                for k in kids {
+                    push(k, &mut out);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Scans one directory (9.2 navigation step 4-5). `None` = scan failure.
+fn scan(dir: &Path) -> Option<(Vec<PathBuf>, bool)> {
+    let rd = std::fs::read_dir(dir).ok()?;
+    let mut out = Vec::new();
+    let mut truncated = false;
+    for (count, e) in rd.enumerate() {
+        if count >= SCAN_LIMIT {
+            truncated = true;
+            break;
+        }
+        let Ok(e) = e else { continue };
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_symlink() || !ft.is_dir() {
+            continue;
+        }
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !acceptable_name(name) {
+            continue;
+        }
+        if let Some(c) = usable_dir(&e.path()) {
+            out.push(c);
+        }
+    }
+    out.sort_by_key(|p| display_name(p).to_lowercase());
+    Some((out, truncated))
+}
+
+impl Control {
+    pub(crate) fn new(machine: Arc<Machine>, audit: Auditor) -> Arc<Control> {
+        Arc::new(Control {
+            machine,
+            audit,
+            state: Mutex::new(State::default()),
+            children: Mutex::new(HashMap::new()),
+            session_locks: Mutex::new(HashMap::new()),
+            generation: Mutex::new(0),
+        })
+    }
+
+    /// 9.11: stop every child and forget every browse session (bindings are kept).
+    pub(crate) async fn on_reconnect(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.browses.clear();
+        }
+        self.stop_all().await;
+    }
+
+    /// Stops every child and waits for them.
+    pub(crate) async fn stop_all(&self) {
+        let children: Vec<Child> = match self.children.lock() {
+            Ok(mut c) => c.drain().map(|(_, v)| v).collect(),
+            Err(_) => Vec::new(),
+        };
+        for c in children {
+            c.stop.cancel();
+            let _ = tokio::time::timeout(Duration::from_secs(5), c.handle).await;
+        }
+    }
+
+    /// The number of live children.
+    pub(crate) fn live_children(&self) -> usize {
+        self.children.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    fn session_lock(&self, sid: &str) -> Arc<tokio::sync::Mutex<()>> {
+        match self.session_locks.lock() {
+            Ok(mut m) => m.entry(sid.to_owned()).or_default().clone(),
+            Err(_) => Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    fn release_session_lock(&self, sid: &str, lock: Arc<tokio::sync::Mutex<()>>) {
+        drop(lock);
+        if let Ok(mut m) = self.session_locks.lock()
+            && m.get(sid).is_some_and(|l| Arc::strong_count(l) == 1)
+        {
+            m.remove(sid);
+        }
+    }
+
+    /// Serves one control request (already past the mode and capability checks).
+    pub(crate) async fn handle(&self, id: &str, msg: &Message) -> Result<Message, AuditFailed> {
+        match msg {
+            Message::DirectoryListRequest(p) => self.list(id, p).await,
+            Message::AttachSession(p) => {
+                let sid = p.session_id.as_str().to_owned();
+                let lock = self.session_lock(&sid);
+                let r = {
+                    let _g = lock.lock().await;
+                    self.attach(id, p).await
+                };
+                self.release_session_lock(&sid, lock);
+                r
+            }
+            Message::ActivateSession(p) => {
+                let sid = p.session_id.as_str().to_owned();
+                let lock = self.session_lock(&sid);
+                let r = {
+                    let _g = lock.lock().await;
+                    self.activate(id, p).await
+                };
+                self.release_session_lock(&sid, lock);
+                r
+            }
+            Message::RestoreSession(p) => {
+                let sid = p.session_id.as_str().to_owned();
+                let lock = self.session_lock(&sid);
+                let r = {
+                    let _g = lock.lock().await;
+                    self.restore(id, p).await
+                };
+                self.release_session_lock(&sid, lock);
+                r
+            }
+            Message::DetachSession(p) => {
+                let sid = p.session_id.as_str().to_owned();
+                let lock = self.session_lock(&sid);
+                let r = {
+                    let _g = lock.lock().await;
+                    self.detach(id, p).await
+                };
+                self.release_session_lock(&sid, lock);
+                r
+            }
+            _ => Ok(err(ErrorCode::FeatureNotSupported, "not a control request")),
+        }
+    }
+
+    async fn list(&self, id: &str, p: &DirectoryListRequest) -> Result<Message, AuditFailed> {
+        let started = Instant::now();
+        let result = self.list_inner(p);
+        match result {
+            Ok((resp, path)) => {
+                let d = Map::new()
+                    .with("browse_id", resp.browse_id.as_str())
+                    .with("path", path)
+                    .with("entries_returned", resp.entries.len())
+                    .with("truncated", resp.truncated);
+                self.audit
+                    .op(
+                        "DIRECTORY_LIST",
+                        Some(id),
+                        d,
+                        AuditResult::ok_after(started.elapsed()),
+                    )
+                    .await?;
+                Ok(Message::DirectoryListResponse(resp))
+            }
+            Err(m) => {
+                let code = m.code.clone();
+                let d = Map::new().with(
+                    "browse_id",
+                    p.browse_id.as_ref().map(|b| b.as_str().to_owned()),
+                );
+                self.audit
+                    .op("DIRECTORY_LIST", Some(id), d, AuditResult::failed(&code))
+                    .await?;
+                Ok(Message::Error(m))
+            }
+        }
+    }
+
+    fn list_inner(
+        &self,
+        p: &DirectoryListRequest,
+    ) -> Result<(DirectoryListResponse, Option<String>), ErrorPayload> {
+        let mut st = self
+            .state
+            .lock()
+            .map_err(|_| perr(ErrorCode::InternalError, "state poisoned"))?;
+        let t = now();
+        st.evict_expired(t);
+        let (Some(bid), Some(dref)) = (&p.browse_id, &p.directory_ref) else {
+            // Start a browse.
+            while st.browses.len() >= MAX_BROWSES {
+                let oldest = st
+                    .browses
+                    .iter()
+                    .min_by_key(|(_, b)| b.used)
+                    .map(|(k, _)| k.clone());
+                match oldest {
+                    Some(k) => {
+                        st.browses.remove(&k);
+                    }
+                    None => break,
+                }
+            }
+            let used = st.tick();
+            let home = crate::host::home_dir();
+            let roots = virtual_roots(home.as_deref());
+            let mut refs = HashMap::new();
+            let mut entries = Vec::new();
+            for r in roots {
+                let rid = token();
+                entries.push(DirectoryReference {
+                    directory_ref: btoken(rid.clone())
+                        .ok_or_else(|| perr(ErrorCode::InternalError, "token"))?,
+                    name: display_name(&r),
+                    path: r.to_string_lossy().into_owned(),
+                });
+                refs.insert(
+                    rid,
+                    RefEntry {
+                        path: r,
+                        parent: None,
+                    },
+                );
+            }
+            let bid = token();
+            let expires_at = t + BROWSE_TTL;
+            st.browses.insert(
+                bid.clone(),
+                Browse {
+                    expires_at,
+                    used,
+                    refs,
+                    cursors: HashMap::new(),
+                },
+            );
+            return Ok((
+                DirectoryListResponse {
+                    browse_id: btoken(bid)
+                        .ok_or_else(|| perr(ErrorCode::InternalError, "token"))?,
+                    current: None,
+                    parent_ref: None,
+                    entries,
+                    next_cursor: None,
+                    truncated: false,
+                    expires_at,
+                },
+                None,
+            ));
+        };
+        let used = st.tick();
+        let browse = st.browses.get_mut(bid.as_str()).ok_or_else(invalid_ref)?;
+        let entry = browse
+            .refs
+            .get(dref.as_str())
+            .cloned()
+            .ok_or_else(invalid_ref)?;
+        let mut offset = 0;
+        if let Some(c) = &p.cursor {
+            let cur = browse.cursors.get_mut(c.as_str()).ok_or_else(invalid_ref)?;
+            if cur.dir_ref != dref.as_str() {
+                return Err(invalid_ref());
+            }
+            cur.used = used;
+            offset = cur.offset;
+        }
+        let dir = usable_dir(&entry.path).ok_or_else(unavailable)?;
+        let (items, mut truncated) = scan(&dir).ok_or_else(unavailable)?;
+        let page: Vec<&PathBuf> = items.iter().skip(offset).take(PAGE).collect();
+        let mut more = items.len() > offset + page.len();
+        let mut entries = Vec::new();
+        for item in page {
+            if browse.refs.len() >= MAX_REFS {
+                truncated = true;
+                more = false;
+                break;
+            }
+            let rid = token();
+            entries.push(DirectoryReference {
+                directory_ref: btoken(rid.clone())
+                    .ok_or_else(|| perr(ErrorCode::InternalError, "token"))?,
+                name: display_name(item),
+                path: item.to_string_lossy().into_owned(),
+            });
+            browse.refs.insert(
+                rid,
+                RefEntry {
+                    path: item.clone(),
+                    parent: Some(dref.as_str().to_owned()),
+                },
+            );
+        }
+        let next_cursor = if more {
+            let next = offset + PAGE;
+            let existing = browse
+                .cursors
+                .iter()
+                .find(|(_, c)| c.dir_ref == dref.as_str() && c.offset == next)
+                .map(|(k, _)| k.clone());
+            let key = match existing {
+                Some(k) => k,
+                None => {
+                    while browse.cursors.len() >= MAX_CURSORS {
+                        let oldest = browse
+                            .cursors
+                            .iter()
+                            .min_by_key(|(_, c)| c.used)
+                            .map(|(k, _)| k.clone());
+                        match oldest {
+                            Some(k) => {
+                                browse.cursors.remove(&k);
+                            }
+                            None => break,
+                        }
+                    }
+                    let k = token();
+                    browse.cursors.insert(
+                        k.clone(),
+                        Cursor {
+                            dir_ref: dref.as_str().to_owned(),
+                            offset: next,
+                            used,
+                        },
+                    );
+                    k
+                }
+            };
+            btoken(key)
+        } else {
+            None
+        };
+        browse.used = used;
+        let path = dir.to_string_lossy().into_owned();
+        Ok((
+            DirectoryListResponse {
+                browse_id: bid.clone(),
+                current: Some(DirectoryReference {
+                    directory_ref: dref.clone(),
+                    name: display_name(&dir),
+                    path: path.clone(),
+                }),
+                parent_ref: entry.parent.and_then(btoken),
+                entries,
+                next_cursor,
+                truncated,
+                expires_at: browse.expires_at,
+            },
+            Some(path),
+        ))
+    }
+
+    fn child_live(&self, sid: &str) -> bool {
+        self.children
+            .lock()
+            .map(|c| c.get(sid).is_some_and(|ch| !ch.handle.is_finished()))
+            .unwrap_or(false)
+    }
+
+    fn binding(&self, sid: &str) -> Option<Binding> {
+        self.state
+            .lock()
+            .ok()
+            .and_then(|s| s.bindings.get(sid).map(|(b, _)| b.clone()))
+    }
+
+    /// Stores a binding (most recently used); `false` if the LRU bound cannot be kept.
+    fn store_binding(&self, b: Binding) -> bool {
+        let live: Vec<String> = self
+            .children
+            .lock()
+            .map(|c| c.keys().cloned().collect())
+            .unwrap_or_default();
+        let Ok(mut st) = self.state.lock() else {
+            return false;
+        };
+        let t = st.tick();
+        st.bindings.insert(b.session_id.clone(), (b, t));
+        while st.bindings.len() > MAX_SESSION_BINDINGS {
+            let victim = st
+                .bindings
+                .iter()
+                .filter(|(k, _)| !live.contains(k))
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            match victim {
+                Some(k) => {
+                    st.bindings.remove(&k);
+                }
+                None => return false,
+            }
+        }
+        true
+    }
+
+    fn touch_binding(&self, sid: &str) {
+        if let Ok(mut st) = self.state.lock() {
+            let t = st.tick();
+            if let Some((_, used)) = st.bindings.get_mut(sid) {
+                *used = t;
+            }
+        }
+    }
+
+    fn remove_binding(&self, sid: &str) -> Option<Binding> {
+        self.state
+            .lock()
+            .ok()
+            .and_then(|mut s| s.bindings.remove(sid).map(|(b, _)| b))
+    }
+
+    async fn fail(
+        &self,
+        op: &str,
+        id: &str,
+        sid: &str,
+        m: Message,
+    ) -> Result<Message, AuditFailed> {
+        let code = match &m {
+            Message::Error(e) => e.code.clone(),
+            _ => ErrorCode::InternalError,
+        };
+        let mut ev = shim_audit::AuditEvent::new(op)
+            .details(Map::new().with("session_id", sid))
+            .result(AuditResult::failed(&code))
+            .request_id(id);
+        ev = ev.session(sid);
+        self.audit.write(ev).await?;
+        Ok(m)
+    }
+
+    async fn attach(&self, id: &str, p: &AttachSession) -> Result<Message, AuditFailed> {
+        let sid = p.session_id.as_str();
+        if self.child_live(sid) {
+            return self
+                .fail(
+                    "ATTACH_SESSION",
+                    id,
+                    sid,
+                    err(
+                        ErrorCode::SessionAlreadyActive,
+                        "The session is active; detach it first.",
+                    ),
+                )
+                .await;
+        }
+        // Resolve the reference (navigation steps 1-2).
+        let resolved: Result<PathBuf, ErrorPayload> = (|| {
+            let mut st = self
+                .state
+                .lock()
+                .map_err(|_| perr(ErrorCode::InternalError, "state poisoned"))?;
+            st.evict_expired(now());
+            let browse = st
+                .browses
+                .get(p.browse_id.as_str())
+                .ok_or_else(invalid_ref)?;
+            let entry = browse
+                .refs
+                .get(p.directory_ref.as_str())
+                .ok_or_else(invalid_ref)?;
+            let dir = usable_dir(&entry.path).ok_or_else(unavailable)?;
+            // Consume the whole browse session.
+            st.browses.remove(p.browse_id.as_str());
+            Ok(dir)
+        })();
+        let dir = match resolved {
+            Ok(d) => d,
+            Err(m) => {
+                return self
+                    .fail("ATTACH_SESSION", id, sid, Message::Error(m))
+                    .await;
+            }
+        };
+        let previous = self.binding(sid);
+        let revision = previous.as_ref().map_or(1, |b| b.revision + 1);
+        let canon = match grant::canonicalize_root(&dir) {
+            Ok(c) => c,
+            Err(_) => {
+                return self
+                    .fail("ATTACH_SESSION", id, sid, Message::Error(unavailable()))
+                    .await;
+            }
+        };
+        let fp = grant::fingerprint(&canon);
+        let root_grant = grant::issue(
+            &self.machine.audit_key,
+            &grant::Claims {
+                allowed_root: canon.path.clone(),
+                fingerprint: fp.clone(),
+                issued_at: now(),
+                machine_id: self.machine.identity.machine_id.clone(),
+                revision,
+                session_id: sid.to_owned(),
+            },
+        );
+        let d = Map::new()
+            .with(
+                "previous_allowed_root",
+                previous.as_ref().map(|b| b.allowed_root.clone()),
+            )
+            .with("allowed_root", canon.path.as_str())
+            .with("fingerprint", fp.as_str())
+            .with("revision", revision);
+        let ev = shim_audit::AuditEvent::new("SESSION_ALLOWED_ROOT_SET")
+            .details(d)
+            .request_id(id)
+            .session(sid);
+        self.audit.write(ev).await?;
+        let binding = Binding {
+            session_id: sid.to_owned(),
+            allowed_root: canon.path.clone(),
+            fingerprint: fp.clone(),
+            revision,
+            root_grant: root_grant.clone(),
+        };
+        if !self.store_binding(binding) {
+            return Ok(err(ErrorCode::InternalError, "binding limit reached"));
+        }
+        let (Ok(fp), Ok(grant_v)) = (Fingerprint::new(fp), RootGrant::new(root_grant)) else {
+            return Ok(err(ErrorCode::InternalError, "grant encoding failed"));
+        };
+        Ok(Message::SessionAttached(SessionAttached {
+            session_id: p.session_id.clone(),
+            allowed_root: canon.path,
+            fingerprint: fp,
+            revision,
+            root_grant: grant_v,
+        }))
+    }
+
+    /// Starts a child for `b` (9.8). `Err` carries the wire error.
+    fn start_child(&self, b: &Binding) -> Result<(), ErrorPayload> {
+        let live = self.live_children();
+        if live >= MAX_CHILD_RUNTIMES {
+            return Err(perr(
+                ErrorCode::InternalError,
+                "Active local-executor session limit reached",
+            ));
+        }
+        let s = &self.machine.settings;
+        let jail = JailRoot::open(
+            Path::new(&b.allowed_root),
+            JailConfig {
+                max_file_size_bytes: s.max_file_size_bytes,
+                home: crate::host::home_dir().and_then(|h| h.to_str().map(str::to_owned)),
+                refuse_symlink_root: true,
+                trash_dir: None,
+            },
+            shim_jail::ambient_authority(),
+        )
+        .map_err(|e| {
+            perr(
+                ErrorCode::InternalError,
+                format!("cannot open the session root: {e}"),
+            )
+        })?;
+        let stop = CancellationToken::new();
+        let activity = Arc::new(Mutex::new(Instant::now()));
+        let rt = Runtime {
+            machine: self.machine.clone(),
+            role: Role::Data {
+                session_id: b.session_id.clone(),
+                allowed_root: b.allowed_root.clone(),
+            },
+            jail: Some(Arc::new(jail)),
+            audit: self.machine.audit.for_session(&b.session_id),
+            stop: stop.clone(),
+            activity: activity.clone(),
+            control: None,
+            uses_work_limit: true,
+        };
+        let generation = {
+            let mut g = self
+                .generation
+                .lock()
+                .map_err(|_| perr(ErrorCode::InternalError, "poisoned"))?;
+            *g += 1;
+            *g
+        };
+        let sid = b.session_id.clone();
+        let handle = tokio::spawn(async move {
+            let outcome = rt.run().await;
+            tracing::info!(session = %sid, outcome = ?outcome, "child runtime ended");
+            outcome
+        });
+        let mut children = self
+            .children
+            .lock()
+            .map_err(|_| perr(ErrorCode::InternalError, "poisoned"))?;
+        children.insert(
+            b.session_id.clone(),
+            Child {
+                binding: b.clone(),
+                stop,
+                handle,
+                activity,
+                generation,
+            },
+        );
+        Ok(())
+    }
+
+    async fn stop_child(&self, sid: &str) -> bool {
+        let child = self.children.lock().ok().and_then(|mut c| c.remove(sid));
+        match child {
+            Some(c) => {
+                c.stop.cancel();
+                let _ = tokio::time::timeout(Duration::from_secs(5), c.handle).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets children whose runtime ended on its own (terminal failure, revocation).
+    fn reap_finished(&self) {
+        if let Ok(mut c) = self.children.lock() {
+            c.retain(|_, ch| !ch.handle.is_finished());
+        }
+    }
+
+    async fn activate(&self, id: &str, p: &ActivateSession) -> Result<Message, AuditFailed> {
+        let sid = p.session_id.as_str();
+        self.reap_finished();
+        let Some(b) = self.binding(sid) else {
+            return self
+                .fail(
+                    "ACTIVATE_SESSION",
+                    id,
+                    sid,
+                    err(
+                        ErrorCode::SessionNotAttached,
+                        "The session is not attached.",
+                    ),
+                )
+                .await;
+        };
+        if p.revision != b.revision {
+            let m = Message::Error(ErrorPayload::with_details(
+                ErrorCode::SessionRevisionMismatch,
+                "The session revision does not match.",
+                &RevisionMismatchDetails {
+                    current_revision: b.revision,
+                },
+            ));
+            return self.fail("ACTIVATE_SESSION", id, sid, m).await;
+        }
+        if let Err(e) = grant::verify(
+            &self.machine.audit_key,
+            &b.root_grant,
+            sid,
+            &self.machine.identity.machine_id,
+        ) {
+            return self
+                .fail(
+                    "ACTIVATE_SESSION",
+                    id,
+                    sid,
+                    err(ErrorCode::RootGrantInvalid, e.to_string()),
+                )
+                .await;
+        }
+        self.touch_binding(sid);
+        let started_here = if self.child_live(sid) {
+            false
+        } else {
+            if let Err(m) = self.start_child(&b) {
+                return self
+                    .fail("ACTIVATE_SESSION", id, sid, Message::Error(m))
+                    .await;
+            }
+            true
+        };
+        let d = Map::new()
+            .with("allowed_root", b.allowed_root.as_str())
+            .with("fingerprint", b.fingerprint.as_str())
+            .with("revision", b.revision);
+        let ev = shim_audit::AuditEvent::new("ACTIVATE_SESSION")
+            .details(d)
+            .request_id(id)
+            .session(sid);
+        if let Err(e) = self.audit.write(ev).await {
+            if started_here {
+                self.stop_child(sid).await;
+            }
+            return Err(e);
+        }
+        let Ok(fp) = Fingerprint::new(b.fingerprint.clone()) else {
+            return Ok(err(ErrorCode::InternalError, "bad fingerprint"));
+        };
+        Ok(Message::SessionActivated(SessionActivated {
+            session_id: p.session_id.clone(),
+            allowed_root: b.allowed_root,
+            fingerprint: fp,
+            revision: b.revision,
+        }))
+    }
+
+    async fn restore(&self, id: &str, p: &RestoreSession) -> Result<Message, AuditFailed> {
+        let sid = p.session_id.as_str();
+        self.reap_finished();
+        let v = match grant::verify(
+            &self.machine.audit_key,
+            p.root_grant.as_str(),
+            sid,
+            &self.machine.identity.machine_id,
+        ) {
+            Ok(v) => v,
+            Err(e) => {
+                return self
+                    .fail(
+                        "RESTORE_SESSION",
+                        id,
+                        sid,
+                        err(ErrorCode::RootGrantInvalid, e.to_string()),
+                    )
+                    .await;
+            }
+        };
+        let previous = self.binding(sid);
+        if let Some(prev) = &previous
+            && (prev.revision > v.revision
+                || (prev.revision == v.revision && prev.fingerprint != v.fingerprint))
+        {
+            let m = Message::Error(ErrorPayload::with_details(
+                ErrorCode::SessionRevisionMismatch,
+                "A newer binding exists for this session.",
+                &RevisionMismatchDetails {
+                    current_revision: prev.revision,
+                },
+            ));
+            return self.fail("RESTORE_SESSION", id, sid, m).await;
+        }
+        let new = Binding {
+            session_id: sid.to_owned(),
+            allowed_root: v.allowed_root.clone(),
+            fingerprint: v.fingerprint.clone(),
+            revision: v.revision,
+            root_grant: v.root_grant.clone(),
+        };
+        let live_binding = self.children.lock().ok().and_then(|c| {
+            c.get(sid)
+                .filter(|ch| !ch.handle.is_finished())
+                .map(|ch| ch.binding.clone())
+        });
+        let mut replaced = false;
+        match &live_binding {
+            Some(b) if *b == new => {}
+            Some(_) => {
+                self.stop_child(sid).await;
+                replaced = true;
+                if let Err(m) = self.start_child(&new) {
+                    // Try to bring the previous child back with its binding.
+                    if let Some(old) = &live_binding {
+                        let _ = self.start_child(old);
+                    }
+                    return self
+                        .fail("RESTORE_SESSION", id, sid, Message::Error(m))
+                        .await;
+                }
+            }
+            None => {
+                if let Err(m) = self.start_child(&new) {
+                    return self
+                        .fail("RESTORE_SESSION", id, sid, Message::Error(m))
+                        .await;
+                }
+            }
+        }
+        if !self.store_binding(new.clone()) {
+            self.stop_child(sid).await;
+            if let Some(prev) = previous {
+                let _ = self.store_binding(prev);
+            }
+            return self
+                .fail(
+                    "RESTORE_SESSION",
+                    id,
+                    sid,
+                    err(ErrorCode::InternalError, "binding limit reached"),
+                )
+                .await;
+        }
+        let d = Map::new()
+            .with("allowed_root", new.allowed_root.as_str())
+            .with("fingerprint", new.fingerprint.as_str())
+            .with("revision", new.revision);
+        let ev = shim_audit::AuditEvent::new("RESTORE_SESSION")
+            .details(d)
+            .request_id(id)
+            .session(sid);
+        self.audit.write(ev).await?;
+        tracing::info!(session = sid, replaced, "session restored");
+        let Ok(fp) = Fingerprint::new(new.fingerprint) else {
+            return Ok(err(ErrorCode::InternalError, "bad fingerprint"));
+        };
+        Ok(Message::SessionRestored(SessionRestored {
+            session_id: p.session_id.clone(),
+            allowed_root: new.allowed_root,
+            fingerprint: fp,
+            revision: new.revision,
+            root_grant: p.root_grant.clone(),
+        }))
+    }
+
+    async fn detach(&self, id: &str, p: &DetachSession) -> Result<Message, AuditFailed> {
+        let sid = p.session_id.as_str();
+        self.stop_child(sid).await;
+        let b = self.binding(sid);
+        let d = Map::new()
+            .with("allowed_root", b.as_ref().map(|b| b.allowed_root.clone()))
+            .with("revision", b.as_ref().map(|b| b.revision));
+        let ev = shim_audit::AuditEvent::new("DETACH_SESSION")
+            .details(d)
+            .request_id(id)
+            .session(sid);
+        self.audit.write(ev).await?;
+        self.remove_binding(sid);
+        Ok(Message::Ack(Ack::OK))
+    }
+
+    /// The idle reaper (9.9): runs until `stop`.
+    pub(crate) async fn reaper(self: Arc<Self>, stop: CancellationToken) {
+        let tuning = self.machine.settings.tuning;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(tuning.idle_check_interval) => {}
+                () = stop.cancelled() => return,
+            }
+            self.reap_finished();
+            let idle: Vec<(String, f64, u64)> = self
+                .children
+                .lock()
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|(k, ch)| {
+                            let since = ch.activity.lock().ok()?.elapsed();
+                            (since >= tuning.idle_timeout)
+                                .then(|| (k.clone(), since.as_secs_f64(), ch.generation))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            for (sid, secs, generation) in idle {
+                let lock = self.session_lock(&sid);
+                {
+                    let _g = lock.lock().await;
+                    let still = self
+                        .children
+                        .lock()
+                        .map(|c| c.get(&sid).is_some_and(|ch| ch.generation == generation))
+                        .unwrap_or(false);
+                    if still {
+                        let ev = shim_audit::AuditEvent::new("IDLE_SESSION_DETACH")
+                            .details(
+                                Map::new().with("idle_seconds", (secs * 1000.0).round() / 1000.0),
+                            )
+                            .session(sid.as_str());
+                        if self.audit.write(ev).await.is_ok() {
+                            tracing::info!(session = %sid, "stopping an idle child runtime");
+                            self.stop_child(&sid).await;
+                        }
+                    }
+                }
+                self.release_session_lock(&sid, lock);
+            }
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! Data-plane handlers: every `FILE_*` request goes to `shim-jail`, `EXECUTE_COMMAND` to
+//! `shim-exec`; each is audited (AUDIT_AUTH_CLI.md 1.7) before its response is returned.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use shim_audit::AuditResult;
+use shim_audit::Map;
+use shim_exec::CwdError;
+use shim_exec::ExecError;
+use shim_exec::Executor;
+use shim_exec::WorkDir;
+use shim_jail::ContentEncoding as JailEncoding;
+use shim_jail::DeleteOptions;
+use shim_jail::JailError;
+use shim_jail::JailRoot;
+use shim_jail::ListOptions;
+use shim_jail::MoveOptions;
+use shim_jail::ReadFormat as JailReadFormat;
+use shim_jail::ReadOptions;
+use shim_jail::WriteOptions;
+use shim_protocol::ErrorCode;
+use shim_protocol::ErrorPayload;
+use shim_protocol::Message;
+use shim_protocol::error::MovePathDetails;
+use shim_protocol::error::PathDetails;
+use shim_protocol::messages::exec::CommandResult;
+use shim_protocol::messages::exec::ExecuteCommand;
+use shim_protocol::messages::files::ContentEncoding;
+use shim_protocol::messages::files::FileContents;
+use shim_protocol::messages::files::FileDelete;
+use shim_protocol::messages::files::FileList;
+use shim_protocol::messages::files::FileListEntry;
+use shim_protocol::messages::files::FileListResponse;
+use shim_protocol::messages::files::FileMove;
+use shim_protocol::messages::files::FileRead;
+use shim_protocol::messages::files::FileStat;
+use shim_protocol::messages::files::FileStatResponse;
+use shim_protocol::messages::files::FileWrite;
+use shim_protocol::messages::handshake::Ack;
+
+use crate::auditor::AuditFailed;
+use crate::auditor::Auditor;
+
+/// What a data connection needs to serve requests.
+#[derive(Debug, Clone)]
+pub(crate) struct DataPlane {
+    /// The opened root.
+    pub(crate) jail: Arc<JailRoot>,
+    /// The executor with this connection's effective limits.
+    pub(crate) executor: Executor,
+    /// The session-bound audit view.
+    pub(crate) audit: Auditor,
+}
+
+fn error(code: ErrorCode, message: impl Into<String>) -> Message {
+    Message::Error(ErrorPayload::new(code, message))
+}
+
+fn jail_error_message(e: &JailError, path: &str) -> Message {
+    let code = e.code();
+    let text = e.to_string();
+    if code.as_str().starts_with("PATH_") {
+        Message::Error(ErrorPayload::with_details(
+            code,
+            text,
+            &PathDetails {
+                path: path.to_owned(),
+            },
+        ))
+    } else {
+        error(code, text)
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, JailError> + Send + 'static,
+) -> Result<T, JailError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(JailError::Internal(format!("file operation failed: {e}"))),
+    }
+}
+
+impl DataPlane {
+    /// Audits a jail failure: `JAIL_VIOLATION` for violations, else the op's own record.
+    async fn audit_jail_error(
+        &self,
+        op: &str,
+        id: &str,
+        e: &JailError,
+        raw_path: &str,
+        details: Map,
+        started: Instant,
+    ) -> Result<(), AuditFailed> {
+        let code = e.code();
+        if e.is_jail_violation() {
+            let d = Map::new()
+                .with("code", code.as_str())
+                .with("path", raw_path)
+                .with("attempted_op", op);
+            self.audit
+                .op("JAIL_VIOLATION", Some(id), d, AuditResult::failed(&code))
+                .await
+        } else {
+            let mut r = AuditResult::failed(&code);
+            r.duration_ms = millis(started);
+            self.audit.op(op, Some(id), details, r).await
+        }
+    }
+
+    /// `FILE_READ` → `FILE_CONTENTS`.
+    pub(crate) async fn read(&self, id: &str, p: FileRead) -> Result<Message, AuditFailed> {
+        let started = Instant::now();
+        let jail = self.jail.clone();
+        let opts = ReadOptions {
+            format: if p.is_text() {
+                JailReadFormat::Text
+            } else {
+                JailReadFormat::Bytes
+            },
+            offset: p.offset,
+            length: p.length,
+        };
+        let path = p.path.clone();
+        let r = blocking(move || jail.read(&path, &opts)).await;
+        let details = |path: &str, n: Option<u64>| {
+            Map::new()
+                .with("path", path)
+                .with("encoding", p.encoding.as_str())
+                .with("offset", p.offset)
+                .with("length", p.length)
+                .with("size_bytes_returned", n)
+        };
+        match r {
+            Ok(res) => {
+                self.audit
+                    .op(
+                        "FILE_READ",
+                        Some(id),
+                        details(&res.path, Some(res.size_bytes)),
+                        AuditResult::ok_after(started.elapsed()),
+                    )
+                    .await?;
+                Ok(Message::FileContents(FileContents {
+                    content: res.content,
+                    encoding: match res.encoding {
+                        JailEncoding::Utf8 => ContentEncoding::Utf8,
+                        JailEncoding::Base64 => ContentEncoding::Base64,
+                    },
+                    size_bytes: res.size_bytes,
+                    truncated: res.truncated,
+                }))
+            }
+            Err(e) => {
+                self.audit_jail_error(
+                    "FILE_READ",
+                    id,
+                    &e,
+                    &p.path,
+                    details(&p.path, None),
+                    started,
+                )
+                .await?;
+                Ok(jail_error_message(&e, &p.path))
+            }
+        }
+    }
+
+    /// `FILE_WRITE` → `ACK`.
+    pub(crate) async fn write(&self, id: &str, p: FileWrite) -> Result<Message, AuditFailed> {
+        let started = Instant::now();
+        let jail = self.jail.clone();
+        let opts = WriteOptions {
+            encoding: match p.encoding {
+                ContentEncoding::Base64 => JailEncoding::Base64,
+                _ => JailEncoding::Utf8,
+            },
+            create_parents: p.create_parents,
+        };
+        let (path, content) = (p.path.clone(), p.content);
+        let r = blocking(move || jail.write(&path, &content, &opts)).await;
+        let details = |path: &str, n: Option<u64>| {
+            Map::new()
+                .with("path", path)
+                .with("encoding", p.encoding.as_str())
+                .with("create_parents", p.create_parents)
+                .with("size_bytes_written", n)
+        };
+        match r {
+            Ok(res) => {
+                self.audit
+                    .op(
+                        "FILE_WRITE",
+                        Some(id),
+                        details(&res.path, Some(res.size_bytes_written)),
+                        AuditResult::ok_after(started.elapsed()),
+                    )
+                    .await?;
+                Ok(Message::Ack(Ack::OK))
+            }
+            Err(e) => {
+                self.audit_jail_error(
+                    "FILE_WRITE",
+                    id,
+                    &e,
+                    &p.path,
+                    details(&p.path, None),
+                    started,
+                )
+                .await?;
+                Ok(jail_error_message(&e, &p.path))
+            }
+        }
+    }
+
+    /// `FILE_STAT` → `FILE_STAT_RESPONSE`.
+    pub(crate) async fn stat(&self, id: &str, p: FileStat) -> Result<Message, AuditFailed> {
+        let started = Instant::now();
+        let jail = self.jail.clone();
+        let (path, follow) = (p.path.clone(), p.follow_symlinks);
+        let r = blocking(move || jail.stat(&path, follow)).await;
+        let details = |path: &str| {
+            Map::new()
+                .with("path", path)
+                .with("follow_symlinks", p.follow_symlinks)
+        };
+        match r {
+            Ok(info) => {
+                let shown = info.as_ref().map_or(p.path.as_str(), |i| i.path.as_str());
+                self.audit
+                    .op(
+                        "FILE_STAT",
+                        Some(id),
+                        details(shown),
+                        AuditResult::ok_after(started.elapsed()),
+                    )
+                    .await?;
+                Ok(Message::FileStatResponse(match info {
+                    None => FileStatResponse::default(),
+                    Some(i) => FileStatResponse {
+                        exists: true,
+                        is_file: Some(i.is_file),
+                        is_dir: Some(i.is_dir),
+                        is_symlink: Some(i.is_symlink),
+                        size_bytes: Some(i.size_bytes),
+                        mtime: Some(i.mtime),
+                        ctime: Some(i.ctime),
+                        mode: Some(i.mode),
+                        owner_uid: i.owner_uid,
+                        owner_gid: i.owner_gid,
+                        mime_type: i.mime_type.map(str::to_owned),
+                        path: Some(i.path),
+                    },
+                }))
+            }
+            Err(e) => {
+                self.audit_jail_error("FILE_STAT", id, &e, &p.path, details(&p.path), started)
+                    .await?;
+                Ok(jail_error_message(&e, &p.path))
+            }
+        }
+    }
+
+    /// `FILE_LIST` → `FILE_LIST_RESPONSE`.
+    pub(crate) async fn list(&self, id: &str, p: FileList) -> Result<Message, AuditFailed> {
+        let started = Instant::now();
+        let jail = self.jail.clone();
+        let opts = ListOptions {
+            glob: p.glob.clone(),
+            recursive: p.recursive,
+            include_hidden: p.include_hidden,
+            max_entries: usize::try_from(p.max_entries).unwrap_or(usize::MAX).max(1),
+        };
+        let path = p.path.clone();
+        let r = blocking(move || jail.list(&path, &opts)).await;
+        let details = |path: &str, n: Option<usize>| {
+            Map::new()
+                .with("path", path)
+                .with("glob", p.glob.clone())
+                .with("recursive", p.recursive)
+                .with("include_hidden", p.include_hidden)
+                .with("max_entries", p.max_entries)
+                .with("entries_returned", n)
+        };
+        match r {
+            Ok(res) => {
+                self.audit
+                    .op(
+                        "FILE_LIST",
+                        Some(id),
+                        details(&res.path, Some(res.entries.len())),
+                        AuditResult::ok_after(started.elapsed()),
+                    )
+                    .await?;
+                Ok(Message::FileListResponse(FileListResponse {
+                    entries: res
+                        .entries
+                        .into_iter()
+                        .map(|e| FileListEntry {
+                            name: e.name,
+                            path: e.path,
+                            is_file: e.is_file,
+                            is_dir: e.is_dir,
+                            is_symlink: e.is_symlink,
+                            size_bytes: Some(e.size_bytes),
+                            mtime: Some(e.mtime),
+                        })
+                        .collect(),
+                    truncated: res.truncated,
+                }))
+            }
+            Err(e) => {
+                self.audit_jail_error(
+                    "FILE_LIST",
+                    id,
+                    &e,
+                    &p.path,
+                    details(&p.path, None),
+                    started,
+                )
+                .await?;
+                Ok(jail_error_message(&e, &p.path))
+            }
+        }
+    }
+
+    /// `FILE_DELETE` → `ACK`.
+    pub(crate) async fn delete(&self, id: &str, p: FileDelete) -> Result<Message, AuditFailed> {
+        let started = Instant::now();
+        let jail = self.jail.clone();
+        let opts = DeleteOptions {
+            recursive: p.recursive,
+            missing_ok: p.missing_ok,
+        };
+        let path = p.path.clone();
+        let r = blocking(move || jail.delete(&path, &opts)).await;
+        let details = |path: &str| {
+            Map::new()
+                .with("path", path)
+                .with("recursive", p.recursive)
+                .with("missing_ok", p.missing_ok)
+        };
+        match r {
+            Ok(res) => {
+                let shown = res.path.as_deref().unwrap_or(p.path.as_str());
+                self.audit
+                    .op(
+                        "FILE_DELETE",
+                        Some(id),
+                        details(shown),
+                        AuditResult::ok_after(started.elapsed()),
+                    )
+                    .await?;
+                Ok(Message::Ack(Ack::OK))
+            }
+            Err(e) => {
+                self.audit_jail_error("FILE_DELETE", id, &e, &p.path, details(&p.path), started)
+                    .await?;
+                Ok(jail_error_message(&e, &p.path))
+            }
+        }
+    }
+
+    /// `FILE_MOVE` → `ACK`.
+    pub(crate) async fn rename(&self, id: &str, p: FileMove) -> Result<Message, AuditFailed> {
+        let started = Instant::now();
+        let jail = self.jail.clone();
+        let opts = MoveOptions {
+            overwrite: p.overwrite,
+        };
+        let (src, dst) = (p.src.clone(), p.dst.clone());
+        let r = blocking(move || jail.rename(&src, &dst, &opts)).await;
+        let details = |src: &str, dst: &str| {
+            Map::new()
+                .with("src", src)
+                .with("dst", dst)
+                .with("overwrite", p.overwrite)
+        };
+        match r {
+            Ok(res) => {
+                self.audit
+                    .op(
+                        "FILE_MOVE",
+                        Some(id),
+                        details(&res.src, &res.dst),
+                        AuditResult::ok_after(started.elapsed()),
+                    )
+                    .await?;
+                Ok(Message::Ack(Ack::OK))
+            }
+            Err(e) => {
+                let raw = format!("{} -> {}", p.src, p.dst);
+                self.audit_jail_error("FILE_MOVE", id, &e, &raw, details(&p.src, &p.dst), started)
+                    .await?;
+                let code = e.code();
+                if code.as_str().starts_with("PATH_") {
+                    Ok(Message::Error(ErrorPayload::with_details(
+                        code,
+                        e.to_string(),
+                        &MovePathDetails {
+                            src: p.src.clone(),
+                            dst: p.dst.clone(),
+                        },
+                    )))
+                } else {
+                    Ok(error(code, e.to_string()))
+                }
+            }
+        }
+    }
+
+    /// `EXECUTE_COMMAND` → `COMMAND_RESULT`. Dropping the future kills the process tree.
+    pub(crate) async fn execute(
+        &self,
+        id: &str,
+        p: ExecuteCommand,
+    ) -> Result<Message, AuditFailed> {
+        let req = shim_exec::CommandRequest {
+            command: p.command.clone(),
+            argv: p.argv.clone(),
+            shell: shim_exec::Shell::from_wire(p.shell.as_str()).unwrap_or_default(),
+            cwd: p.cwd.clone(),
+            timeout_seconds: p
+                .timeout_seconds
+                .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+            env: p.env.clone().into_iter().collect(),
+        };
+        let jail = self.jail.clone();
+        let root = jail.root_path().to_owned();
+        let resolve = move |cwd: Option<&str>| -> Result<WorkDir, CwdError> {
+            let (dir, display) = jail.open_dir(cwd).map_err(|e| {
+                let mut c = CwdError::new(e.code(), e.to_string());
+                c.jail_violation = e.is_jail_violation();
+                c
+            })?;
+            WorkDir::new(dir, display).map_err(|e| CwdError::new(e.code(), e.to_string()))
+        };
+        let execution = self.executor.execute(&req, &root, resolve).await;
+        if let Some(ev) = execution.audit {
+            match ev {
+                shim_exec::AuditEvent::ExecuteCommand {
+                    details,
+                    result,
+                    cancelled,
+                } => {
+                    let mut d = Map::new()
+                        .with("command", details.command)
+                        .with("argv", details.argv)
+                        .with("shell", details.shell)
+                        .with("cwd", details.cwd)
+                        .with("env_keys", details.env_keys)
+                        .with("timeout_seconds", details.timeout_seconds);
+                    if cancelled {
+                        d.insert("cancelled", true);
+                    }
+                    let r = AuditResult {
+                        ok: result.ok,
+                        exit_code: result.exit_code,
+                        duration_ms: result.duration_ms,
+                        error_code: result.error_code.map(|c| c.as_str().to_owned()),
+                    };
+                    self.audit.op("EXECUTE_COMMAND", Some(id), d, r).await?;
+                }
+                shim_exec::AuditEvent::JailViolation { code, path } => {
+                    let d = Map::new()
+                        .with("code", code.as_str())
+                        .with("path", path)
+                        .with("attempted_op", "EXECUTE_COMMAND");
+                    self.audit
+                        .op("JAIL_VIOLATION", Some(id), d, AuditResult::failed(&code))
+                        .await?;
+                }
+            }
+        } else if let Err(e) = &execution.result {
+            // The disabled-shell refusal is not audited by the executor ([H-4]: do it here).
+            self.audit.refusal("EXECUTE_COMMAND", id, &e.code()).await?;
+        }
+        Ok(match execution.result {
+            Ok(r) => Message::CommandResult(CommandResult {
+                stdout: r.stdout,
+                stderr: r.stderr,
+                exit_code: r.exit_code,
+                timed_out: r.timed_out,
+                duration_seconds: r.duration_seconds,
+                output_truncated: r.output_truncated,
+            }),
+            Err(e) => exec_error(&e, p.cwd.as_deref().unwrap_or("")),
+        })
+    }
+}
+
+fn exec_error(e: &ExecError, cwd: &str) -> Message {
+    let code = e.code();
+    if code.as_str().starts_with("PATH_") {
+        Message::Error(ErrorPayload::with_details(
+            code,
+            e.to_string(),
+            &PathDetails {
+                path: cwd.to_owned(),
+            },
+        ))
+    } else {
+        error(code, e.to_string())
+    }
+}
+
+fn millis(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,102 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+fn key() -> AuditKey {
+    AuditKey::from_bytes(&[7u8; 32]).unwrap()
+}
+
+#[test]
+fn json_escaping_matches_python_ensure_ascii() {
+    assert_eq!(json_string("a\"b\\c"), r#""a\"b\\c""#);
+    assert_eq!(json_string("\n\t\u{1}"), r#""\n\t\u0001""#);
+    assert_eq!(json_string("é"), r#""\u00e9""#);
+    assert_eq!(json_string("😀"), r#""\ud83d\ude00""#);
+    assert_eq!(json_string("\u{7f}"), "\"\u{7f}\"");
+}
+
+#[test]
+fn fingerprint_is_sha256_of_sorted_compact_json() {
+    let r = CanonicalRoot {
+        path: "/home/ada/Projects".into(),
+        device: 2049,
+        inode: 1234,
+    };
+    let expected = hex::encode(ring::digest::digest(
+        &ring::digest::SHA256,
+        br#"{"device":2049,"inode":1234,"path":"/home/ada/Projects"}"#,
+    ));
+    assert_eq!(fingerprint(&r), expected);
+    assert_eq!(fingerprint(&r).len(), 64);
+}
+
+#[test]
+fn grants_round_trip_and_reject_tampering() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = canonicalize_root(dir.path()).unwrap();
+    let fp = fingerprint(&root);
+    let claims = Claims {
+        allowed_root: root.path.clone(),
+        fingerprint: fp.clone(),
+        issued_at: 1_767_225_600.25,
+        machine_id: "m1".into(),
+        revision: 4,
+        session_id: "s1".into(),
+    };
+    let g = issue(&key(), &claims);
+    assert!(g.starts_with("v1."));
+    assert_eq!(g.rsplit('.').next().unwrap().len(), 43);
+    let v = verify(&key(), &g, "s1", "m1").unwrap();
+    assert_eq!(v.revision, 4);
+    assert_eq!(v.allowed_root, root.path);
+    assert_eq!(v.fingerprint, fp);
+    assert_eq!(v.root_grant, g);
+    // Last character changed.
+    let mut bad = g.clone();
+    let last = bad.pop().unwrap();
+    bad.push(if last == 'A' { 'B' } else { 'A' });
+    assert_eq!(verify(&key(), &bad, "s1", "m1"), Err(GrantError::Signature));
+    assert_eq!(
+        verify(&key(), &g, "s2", "m1"),
+        Err(GrantError::OtherSession)
+    );
+    assert_eq!(
+        verify(&key(), &g, "s1", "m2"),
+        Err(GrantError::OtherMachine)
+    );
+    assert_eq!(
+        verify(&AuditKey::from_bytes(&[8u8; 32]).unwrap(), &g, "s1", "m1"),
+        Err(GrantError::Signature)
+    );
+    assert_eq!(
+        verify(&key(), "v2.a.b", "s1", "m1"),
+        Err(GrantError::Version)
+    );
+    assert_eq!(
+        verify(&key(), "v1.only", "s1", "m1"),
+        Err(GrantError::Malformed)
+    );
+    // Deleted and recreated at the same path: a different inode.
+    let keep = dir.path().join("placeholder");
+    std::fs::write(&keep, "x").unwrap();
+    let path = dir.path().to_path_buf();
+    let moved = path.with_extension("moved");
+    std::fs::rename(&path, &moved).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    assert_eq!(verify(&key(), &g, "s1", "m1"), Err(GrantError::Changed));
+    std::fs::remove_dir_all(&moved).unwrap();
+}
+
+#[test]
+fn symlinked_roots_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    assert_eq!(canonicalize_root(&link), Err(RootError::Symlink));
+    assert_eq!(
+        canonicalize_root(&dir.path().join("missing")),
+        Err(RootError::Unavailable)
+    );
+}

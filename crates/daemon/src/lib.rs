@@ -1,0 +1,225 @@
+//! shim-daemon: the AutoGPT local executor daemon. See README.md.
+//!
+//! * [`run`]: what the `autogpt-shim` binary calls with its parsed [`cli::Cli`]; returns the
+//!   process exit code of AUDIT_AUTH_CLI.md 5.2.
+//! * [`config`]: configuration (file, environment, flags) resolved into [`config::Settings`].
+//! * [`start::start`]: the daemon itself (legacy direct mode or machine control mode).
+//! * [`handshake`], [`grant`], [`host`]: pure protocol pieces (HELLO / HELLO_ACK, root
+//!   grants and fingerprints, host identity).
+//! * [`demo`]: the self-contained demo against the embedded loopback platform peer.
+
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod grant;
+pub mod handshake;
+pub mod host;
+pub mod start;
+
+mod auditor;
+mod conn;
+mod control;
+mod data;
+mod machine;
+
+use std::io::IsTerminal;
+use std::io::Write;
+
+pub use error::ConfigError;
+pub use error::DaemonError;
+
+use crate::cli::Cli;
+use crate::cli::Command;
+use crate::config::ConfigSources;
+use crate::config::FlagOverrides;
+use crate::error::EXIT_CONFIG;
+use crate::error::EXIT_FAIL;
+use crate::error::EXIT_OK;
+
+fn flags(cli: &Cli) -> FlagOverrides {
+    let mut f = FlagOverrides {
+        allowed_root: cli.allowed_root.clone(),
+        platform_url: cli.platform_url.clone(),
+        session_id: cli.session_id.clone(),
+        ..FlagOverrides::default()
+    };
+    if let Command::Start(s) = &cli.command {
+        if s.session_id.is_some() {
+            f.session_id = s.session_id.clone();
+        }
+        f.enable_shell = s.enable_shell;
+        f.enable_computer_use = s.enable_computer_use;
+        f.enable_clipboard = s.enable_clipboard;
+        f.enable_clipboard_read_foreign = s.enable_clipboard_read_foreign;
+        f.enable_recording = s.enable_recording;
+    }
+    f
+}
+
+fn init_tracing(cli: &Cli) {
+    let level = cli.log_level.map_or("info", |l| l.directive());
+    let filter = tracing_subscriber::EnvFilter::try_new(format!(
+        "{level},tokio_tungstenite=warn,tungstenite=warn"
+    ))
+    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Installs the process-wide rustls crypto provider (ring) used for `wss://`.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+fn tokio_runtime() -> Result<tokio::runtime::Runtime, DaemonError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| DaemonError::Other(format!("cannot start the async runtime: {e}")))
+}
+
+/// Runs one command of the command line and returns the process exit code (5.2).
+pub fn run(cli: Cli) -> u8 {
+    let mut stderr = std::io::stderr();
+    let _ = writeln!(stderr, "{}", shim_audit::cli::EXPERIMENTAL_WARNING);
+    init_tracing(&cli);
+    install_tls_provider();
+    let sources = ConfigSources::from_process(cli.config.clone(), flags(&cli));
+    match &cli.command {
+        Command::Start(_) => {
+            let settings = match config::load(&sources) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = writeln!(stderr, "Invalid configuration: {e}");
+                    return EXIT_CONFIG;
+                }
+            };
+            let rt = match tokio_runtime() {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = writeln!(stderr, "{e}");
+                    return EXIT_FAIL;
+                }
+            };
+            rt.block_on(async move {
+                let shutdown = tokio_util::sync::CancellationToken::new();
+                spawn_signal_handler(shutdown.clone());
+                let store = match shim_auth::open_store_from_env() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "Preflight failed: cannot initialise the mandatory audit log: credential store: {e}"
+                        );
+                        return EXIT_CONFIG;
+                    }
+                };
+                let deps = start::StartDeps {
+                    store,
+                    legacy_key: start::legacy_key_from_env(),
+                    shutdown,
+                    out: Box::new(std::io::stdout()),
+                };
+                match start::start(settings, deps).await {
+                    Ok(()) => EXIT_OK,
+                    Err(e) => {
+                        let _ = writeln!(std::io::stderr(), "{e}");
+                        e.exit_code()
+                    }
+                }
+            })
+        }
+        Command::Status => {
+            let settings = match config::load(&sources) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = writeln!(stderr, "Invalid configuration: {e}");
+                    return EXIT_CONFIG;
+                }
+            };
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "Live daemon status is not implemented yet.");
+            let _ = writeln!(out, "Configured platform: {}", settings.platform_url);
+            match &settings.session_id {
+                Some(sid) => {
+                    let _ = writeln!(out, "Mode: legacy session {sid}");
+                    let _ = writeln!(out, "Allowed root: {}", settings.allowed_root.display());
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "Mode: machine control (folders are chosen per chat in the platform)"
+                    );
+                }
+            }
+            let _ = writeln!(out, "Autostart: not available in this build.");
+            EXIT_OK
+        }
+        Command::Audit(cmd) => {
+            let settings = match config::load(&sources) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = writeln!(stderr, "Invalid configuration: {e}");
+                    return EXIT_CONFIG;
+                }
+            };
+            let machine_id = settings
+                .machine_id
+                .clone()
+                .unwrap_or_else(|| shim_audit::NO_ID.to_owned());
+            let ctx = shim_audit::cli::Context {
+                log_path: settings.audit_log_path.clone(),
+                keys: &shim_auth::audit_key::StoreKeyLoader,
+                machine_id,
+                shim_version: env!("CARGO_PKG_VERSION").to_owned(),
+                color: shim_audit::cli::color_wanted(std::io::stdout().is_terminal()),
+            };
+            let mut stdout = std::io::stdout().lock();
+            let mut stderr = std::io::stderr().lock();
+            let mut stdin = std::io::stdin().lock();
+            let mut io = shim_audit::cli::Io {
+                stdout: &mut stdout,
+                stderr: &mut stderr,
+                stdin: &mut stdin,
+            };
+            shim_audit::cli::run(cmd, &ctx, &mut io)
+        }
+        Command::Demo(_) => {
+            let _ = writeln!(stderr, "demo: not built yet");
+            EXIT_FAIL
+        }
+        Command::Auth
+        | Command::Revoke
+        | Command::Doctor
+        | Command::Install { .. }
+        | Command::Uninstall => {
+            let _ = writeln!(
+                stderr,
+                "This command is not available in this build of autogpt-shim yet."
+            );
+            EXIT_FAIL
+        }
+    }
+}
+
+fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+        match term {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+        tracing::info!("stop requested by signal");
+        shutdown.cancel();
+    });
+}

@@ -1,0 +1,288 @@
+//! `start` (AUDIT_AUTH_CLI.md 5.3.2): construct the daemon fail-closed, preflight, run the
+//! runtime(s) until a signal or a terminal condition, stop cleanly.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use shim_audit::AuditEvent;
+use shim_audit::AuditLog;
+use shim_audit::AuditResult;
+use shim_audit::Map;
+use shim_audit::WriterConfig;
+use shim_auth::CredentialStore;
+use shim_auth::Secret;
+use shim_exec::CommandLimiter;
+use shim_exec::CommandLimits;
+use shim_jail::JailConfig;
+use shim_jail::JailRoot;
+use shim_protocol::ErrorCode;
+use tokio_util::sync::CancellationToken;
+
+use crate::auditor::Auditor;
+use crate::config::Settings;
+use crate::conn::Outcome;
+use crate::conn::Runtime;
+use crate::control::Control;
+use crate::error::DaemonError;
+use crate::handshake::Identity;
+use crate::handshake::Role;
+use crate::machine::Machine;
+use crate::machine::Tokens;
+
+/// What `start` needs besides the settings.
+pub struct StartDeps {
+    /// Where tokens and the audit key live.
+    pub store: Box<dyn CredentialStore>,
+    /// The [compat] legacy audit-key file and its passphrase, if any.
+    pub legacy_key: Option<(std::path::PathBuf, Secret)>,
+    /// Cancelled to stop the daemon (signals).
+    pub shutdown: CancellationToken,
+    /// Where start-up lines go (stdout for the CLI).
+    pub out: Box<dyn Write + Send>,
+}
+
+impl std::fmt::Debug for StartDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StartDeps").finish_non_exhaustive()
+    }
+}
+
+/// The machine's identity: configured or detected machine id, display name, normalised
+/// platform and architecture. Unsupported hosts refuse to start (5.1.2).
+pub fn identity(settings: &Settings) -> Result<Identity, DaemonError> {
+    let platform = crate::host::platform()
+        .ok_or_else(|| DaemonError::Preflight("unsupported operating system".into()))?;
+    let arch = crate::host::arch()
+        .ok_or_else(|| DaemonError::Preflight("unsupported machine architecture".into()))?;
+    let machine_id = match &settings.machine_id {
+        Some(m) => m.clone(),
+        None => crate::host::detect_machine_id(crate::host::home_dir().as_deref())
+            .map_err(|e| DaemonError::Preflight(format!("cannot determine the machine id: {e}")))?,
+    };
+    let display_name = settings
+        .display_name
+        .clone()
+        .unwrap_or_else(|| crate::host::hostname().chars().take(128).collect());
+    Ok(Identity {
+        machine_id,
+        display_name,
+        platform,
+        arch,
+    })
+}
+
+fn platform_name(i: &Identity) -> &'static str {
+    i.platform.as_str()
+}
+
+/// Runs the daemon until a signal or a terminal condition. Returns the process exit code
+/// (5.2); messages go to stderr via tracing and to `deps.out`.
+pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonError> {
+    let StartDeps {
+        store,
+        legacy_key,
+        shutdown,
+        mut out,
+    } = deps;
+    // Step 1.
+    let identity = identity(&settings)?;
+    let _ = writeln!(
+        out,
+        "Starting shim daemon (machine_id={})",
+        identity.machine_id
+    );
+    match &settings.session_id {
+        Some(sid) => {
+            let _ = writeln!(out, "Legacy session mode: session {sid}");
+            let _ = writeln!(out, "Allowed root: {}", settings.allowed_root.display());
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "Machine control mode: folders are chosen per chat in the AutoGPT platform."
+            );
+        }
+    }
+    if settings.enable_shell {
+        let _ = writeln!(
+            out,
+            "WARNING: shell execution is enabled. Shell commands can do anything your user account can do."
+        );
+    }
+    if settings.enable_computer_use || settings.enable_local_llm || settings.enable_hardware {
+        tracing::warn!(
+            "computer use, local LLM and hardware are not available in this build; they are not advertised"
+        );
+    }
+    let _ = out.flush();
+
+    // Step 2: the audit writer (fail closed, 1.19).
+    let legacy = legacy_key.as_ref().map(|(p, s)| (p.as_path(), s));
+    let (key, created) =
+        shim_auth::audit_key::load_or_create(store.as_ref(), legacy).map_err(|e| {
+            DaemonError::Preflight(format!(
+                "cannot initialise the mandatory audit log: audit key: {e}"
+            ))
+        })?;
+    if created {
+        tracing::info!("created a new audit key");
+    }
+    let mut wcfg = WriterConfig::new(
+        settings.audit_log_path.clone(),
+        &identity.machine_id,
+        env!("CARGO_PKG_VERSION"),
+    );
+    if let Some(sid) = &settings.session_id {
+        wcfg.default_session = sid.clone();
+    }
+    let log = AuditLog::open(wcfg, key.clone())
+        .map_err(|e| DaemonError::Preflight(format!("{e} (mandatory audit log)")))?;
+    let failed = CancellationToken::new();
+    let audit = Auditor::new(log, failed);
+
+    // Step 3: preflight.
+    if settings.enable_recording {
+        let d = Map::new()
+            .with("missing_permissions", vec!["recording_preview_disabled"])
+            .with("platform", platform_name(&identity))
+            .with("hint", "Run `autogpt-shim doctor` and grant the required access; workflow recording is not available yet.");
+        let mut r = AuditResult::failed(&ErrorCode::CapabilityNotGranted);
+        r.exit_code = Some(78);
+        let ev = AuditEvent::new("DAEMON_PREFLIGHT_FAILED")
+            .details(d)
+            .result(r)
+            .request_id(uuid::Uuid::new_v4().to_string());
+        let written = audit.write(ev).await.is_ok();
+        return Err(DaemonError::Preflight(format!(
+            "workflow recording is a design preview: capture and interpretation are incomplete, so --enable-recording / enable_recording cannot be used{}",
+            if written {
+                ""
+            } else {
+                " (and the DAEMON_PREFLIGHT_FAILED audit record could not be written)"
+            }
+        )));
+    }
+
+    // Step 4: credentials ([H-12]).
+    let tokens = Tokens::load(store, &settings.deployment_id())?;
+
+    // Legacy mode: the jail root must open (fail closed).
+    let jail = match &settings.session_id {
+        Some(_) => {
+            let j = JailRoot::open(
+                &settings.allowed_root,
+                JailConfig {
+                    max_file_size_bytes: settings.max_file_size_bytes,
+                    home: crate::host::home_dir().and_then(|h| h.to_str().map(str::to_owned)),
+                    refuse_symlink_root: false,
+                    trash_dir: None,
+                },
+                shim_jail::ambient_authority(),
+            )
+            .map_err(|e| {
+                DaemonError::Preflight(format!(
+                    "the allowed root {} cannot be opened: {e}",
+                    settings.allowed_root.display()
+                ))
+            })?;
+            Some(Arc::new(j))
+        }
+        None => None,
+    };
+
+    // Step 5: SHIM_START before any connection.
+    audit
+        .write(
+            AuditEvent::new("SHIM_START")
+                .details(Map::new().with("shim_version", env!("CARGO_PKG_VERSION"))),
+        )
+        .await
+        .map_err(|e| {
+            DaemonError::Preflight(format!("cannot write the initial SHIM_START record: {e}"))
+        })?;
+
+    let limiter = CommandLimiter::new(CommandLimits {
+        max_commands_per_minute: settings.max_commands_per_minute,
+        max_concurrent_commands: settings.max_concurrent_commands,
+        ..CommandLimits::default()
+    });
+    let machine = Arc::new(Machine {
+        settings: settings.clone(),
+        identity,
+        audit: audit.clone(),
+        audit_key: key,
+        limiter,
+        tokens,
+        shutdown: shutdown.clone(),
+        work_sem: Mutex::new(None),
+    });
+
+    let outcome = match (&settings.session_id, jail) {
+        (Some(sid), Some(jail)) => {
+            let rt = Runtime {
+                machine: machine.clone(),
+                role: Role::Data {
+                    session_id: sid.clone(),
+                    allowed_root: jail.root_path().to_owned(),
+                },
+                jail: Some(jail),
+                audit: audit.for_session(sid),
+                stop: CancellationToken::new(),
+                activity: Arc::new(Mutex::new(Instant::now())),
+                control: None,
+                uses_work_limit: false,
+            };
+            rt.run().await
+        }
+        _ => {
+            let control = Control::new(machine.clone(), audit.clone());
+            let reaper_stop = CancellationToken::new();
+            let reaper = tokio::spawn(control.clone().reaper(reaper_stop.clone()));
+            let rt = Runtime {
+                machine: machine.clone(),
+                role: Role::Control,
+                jail: None,
+                audit: audit.clone(),
+                stop: CancellationToken::new(),
+                activity: Arc::new(Mutex::new(Instant::now())),
+                control: Some(control.clone()),
+                uses_work_limit: false,
+            };
+            let o = rt.run().await;
+            reaper_stop.cancel();
+            let _ = reaper.await;
+            control.stop_all().await;
+            o
+        }
+    };
+
+    // Step 6: SHIM_STOP best effort.
+    if audit.failure().is_none() {
+        let _ = audit
+            .write(AuditEvent::new("SHIM_STOP").details(Map::new().with("reason", "graceful")))
+            .await;
+    }
+    let _ = writeln!(out, "Shim stopped.");
+    let _ = out.flush();
+    match outcome {
+        Outcome::Stopped | Outcome::Revoked => Ok(()),
+        Outcome::Failed(e) => Err(e),
+    }
+}
+
+/// The legacy audit-key file and the passphrase from the environment, when both exist.
+pub fn legacy_key_from_env() -> Option<(std::path::PathBuf, Secret)> {
+    let pass = std::env::var("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(Secret::new)?;
+    let path = shim_auth::audit_key::legacy_key_path()?;
+    if Path::new(&path).exists() {
+        Some((path, pass))
+    } else {
+        None
+    }
+}
