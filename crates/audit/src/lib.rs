@@ -43,6 +43,7 @@ pub use verify::log_files;
 pub use verify::verify_all;
 pub use verify::verify_bytes;
 pub use verify::verify_file;
+pub use verify::verify_file_threads;
 pub use writer::AuditLog;
 pub use writer::ROTATE_AGE_SECS;
 pub use writer::ROTATE_BYTES;
