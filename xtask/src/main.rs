@@ -42,6 +42,7 @@ const TEST_PACKAGES: &[&str] = &[
     "dbus",
     "gnome-keyring",
     "socat",
+    "zsh",
 ];
 
 #[derive(Parser)]
