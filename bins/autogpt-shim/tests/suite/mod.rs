@@ -2,5 +2,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod cli;
+mod control;
 pub(crate) mod harness;
 mod legacy;

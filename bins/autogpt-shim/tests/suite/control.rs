@@ -1,0 +1,586 @@
+//! Machine control mode end to end: browse, attach, activate, data on the child, detach,
+//! restore, reconnect invalidation, idle stop, revocation.
+
+use std::time::Duration;
+
+use shim_platform_peer::Connection;
+use shim_platform_peer::PeerConfig;
+use shim_platform_peer::Response;
+use shim_protocol::Capability;
+use shim_protocol::Message;
+use shim_protocol::MessageType;
+use shim_protocol::hello_rules::Route;
+use shim_protocol::messages::control::ActivateSession;
+use shim_protocol::messages::control::AttachSession;
+use shim_protocol::messages::control::DetachSession;
+use shim_protocol::messages::control::DirectoryListRequest;
+use shim_protocol::messages::control::DirectoryListResponse;
+use shim_protocol::messages::control::RestoreSession;
+use shim_protocol::messages::control::SessionAttached;
+use shim_protocol::messages::files::FileStat;
+use shim_protocol::messages::handshake::Empty;
+use shim_protocol::messages::handshake::RevokeReason;
+use shim_protocol::values::BrowseToken;
+use shim_protocol::values::RootGrant;
+use shim_protocol::values::SessionId;
+use tokio::process::Child;
+
+use crate::suite::harness::Env;
+use crate::suite::harness::MACHINE_ID;
+use crate::suite::harness::T;
+use crate::suite::harness::error_code;
+use crate::suite::harness::finish;
+use crate::suite::harness::ops;
+use crate::suite::harness::sigterm;
+
+const SID: &str = "0b6c7a52-4f3e-4d1c-9a35-0c1f8e2d7a11";
+
+fn tok(s: &str) -> BrowseToken {
+    BrowseToken::new(s).unwrap()
+}
+
+fn list(browse: Option<&str>, dref: Option<&str>, cursor: Option<&str>) -> Message {
+    Message::DirectoryListRequest(DirectoryListRequest {
+        browse_id: browse.map(tok),
+        directory_ref: dref.map(tok),
+        cursor: cursor.map(tok),
+    })
+}
+
+fn listing(r: &Response) -> DirectoryListResponse {
+    match &r.frame.message {
+        Message::DirectoryListResponse(l) => l.clone(),
+        other => panic!("expected DIRECTORY_LIST_RESPONSE, got {other:?}"),
+    }
+}
+
+fn attach(sid: &str, browse: &str, dref: &str) -> Message {
+    Message::AttachSession(AttachSession {
+        session_id: SessionId::new(sid).unwrap(),
+        browse_id: tok(browse),
+        directory_ref: tok(dref),
+        expected_connection_id: None,
+    })
+}
+
+fn activate(sid: &str, revision: u64) -> Message {
+    Message::ActivateSession(ActivateSession {
+        session_id: SessionId::new(sid).unwrap(),
+        revision,
+    })
+}
+
+fn restore(sid: &str, grant: &str) -> Message {
+    Message::RestoreSession(RestoreSession {
+        session_id: SessionId::new(sid).unwrap(),
+        root_grant: RootGrant::new(grant).unwrap(),
+    })
+}
+
+fn detach(sid: &str) -> Message {
+    Message::DetachSession(DetachSession {
+        session_id: SessionId::new(sid).unwrap(),
+    })
+}
+
+fn stat(path: &str) -> Message {
+    Message::FileStat(FileStat {
+        path: path.into(),
+        follow_symlinks: true,
+    })
+}
+
+fn start_control(env: &Env, extra_env: &[(&str, &str)]) -> Child {
+    let mut c = env.command(&["start"]);
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    c.spawn().unwrap()
+}
+
+async fn control_conn(env: &Env) -> Connection {
+    let c = env.next().await;
+    assert_eq!(c.route, Route::Control);
+    c
+}
+
+/// Browses home → `name`, attaches `sid` there.
+async fn browse_and_attach(conn: &Connection, sid: &str, name: &str) -> SessionAttached {
+    let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
+    let home = &top.entries[0];
+    let l = listing(
+        &conn
+            .request(
+                list(
+                    Some(top.browse_id.as_str()),
+                    Some(home.directory_ref.as_str()),
+                    None,
+                ),
+                T,
+            )
+            .await
+            .unwrap(),
+    );
+    let target = l
+        .entries
+        .iter()
+        .find(|e| e.name == name)
+        .expect("folder listed");
+    let r = conn
+        .request(
+            attach(sid, l.browse_id.as_str(), target.directory_ref.as_str()),
+            T,
+        )
+        .await
+        .unwrap();
+    match r.frame.message {
+        Message::SessionAttached(a) => a,
+        other => panic!("expected SESSION_ATTACHED, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn control_connection_refuses_execution_and_answers_ping() {
+    let env = Env::new(PeerConfig::default()).await;
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+    assert_eq!(conn.hello.allowed_root, None);
+    assert!(
+        conn.hello
+            .capabilities
+            .contains(&Capability::DirectoryBrowse)
+    );
+    assert_eq!(conn.hello.machine_id, MACHINE_ID);
+    let r = conn.request(Message::Ping(Empty {}), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::Pong);
+    // 13.9: FILE_STAT on the control connection, even with files granted.
+    assert!(conn.ack.granted_capabilities.contains(&Capability::Files));
+    let r = conn.request(stat("/tmp"), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "FEATURE_NOT_SUPPORTED");
+    env.assert_no_violations();
+    sigterm(&child);
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    env.verify_audit();
+}
+
+#[tokio::test]
+async fn browse_lists_only_real_directories_sorted_and_paged() {
+    let env = Env::new(PeerConfig::default()).await;
+    let home = env.dir.path().join("home");
+    let big = home.join("big");
+    for i in 0..210 {
+        std::fs::create_dir_all(big.join(format!("d{i:03}"))).unwrap();
+    }
+    std::fs::create_dir(home.join("beta")).unwrap();
+    std::fs::create_dir(home.join("Alpha")).unwrap();
+    std::fs::create_dir_all(home.join("Alpha").join("grandchild")).unwrap();
+    std::fs::write(home.join("file.txt"), "x").unwrap();
+    std::os::unix::fs::symlink(home.join("beta"), home.join("link")).unwrap();
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+
+    let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
+    assert!(top.current.is_none() && top.parent_ref.is_none() && top.next_cursor.is_none());
+    let canon_home = std::fs::canonicalize(&home).unwrap();
+    assert_eq!(top.entries[0].path, canon_home.to_str().unwrap());
+    assert_eq!(top.entries[0].name, "home");
+    assert_eq!(top.browse_id.as_str().len(), 32);
+
+    let bid = top.browse_id.as_str().to_owned();
+    let l = listing(
+        &conn
+            .request(
+                list(
+                    Some(&bid),
+                    Some(top.entries[0].directory_ref.as_str()),
+                    None,
+                ),
+                T,
+            )
+            .await
+            .unwrap(),
+    );
+    let names: Vec<&str> = l.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, vec!["Alpha", "beta", "big"]);
+    assert_eq!(
+        l.current.as_ref().unwrap().path,
+        canon_home.to_str().unwrap()
+    );
+    let big_ref = l.entries[2].directory_ref.as_str().to_owned();
+    let p1 = listing(
+        &conn
+            .request(list(Some(&bid), Some(&big_ref), None), T)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(p1.entries.len(), 200);
+    assert!(!p1.truncated);
+    // The parent reference is the one through which `big` was reached (the home's).
+    assert_eq!(
+        p1.parent_ref.as_ref().unwrap().as_str(),
+        top.entries[0].directory_ref.as_str()
+    );
+    assert!(l.parent_ref.is_none(), "a root has no parent reference");
+    let cursor = p1.next_cursor.clone().expect("a second page");
+    let p2 = listing(
+        &conn
+            .request(list(Some(&bid), Some(&big_ref), Some(cursor.as_str())), T)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(p2.entries.len(), 10);
+    assert!(p2.next_cursor.is_none());
+    assert_eq!(p1.entries[0].name, "d000");
+    assert_eq!(p2.entries[9].name, "d209");
+    assert!(p1.entries.iter().all(|a| {
+        p2.entries
+            .iter()
+            .all(|b| a.directory_ref != b.directory_ref)
+    }));
+    // A cursor minted for another directory, unknown refs, unknown browse ids.
+    let r = conn
+        .request(
+            list(
+                Some(&bid),
+                Some(top.entries[0].directory_ref.as_str()),
+                Some(cursor.as_str()),
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "DIRECTORY_REFERENCE_INVALID");
+    let r = conn
+        .request(list(Some(&bid), Some("nope"), None), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "DIRECTORY_REFERENCE_INVALID");
+    let r = conn
+        .request(list(Some("nope"), Some(&big_ref), None), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "DIRECTORY_REFERENCE_INVALID");
+    // Half a pair is a malformed request, answered with its id (3.6).
+    let r = conn
+        .expect_raw_reply(
+            "half",
+            MessageType::DirectoryListRequest,
+            r#"{"type":"DIRECTORY_LIST_REQUEST","id":"half","ts":1.0,"payload":{"browse_id":"abc"}}"#,
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "DIRECTORY_REFERENCE_INVALID");
+    // A directory that vanished.
+    std::fs::remove_dir_all(&big).unwrap();
+    let r = conn
+        .request(list(Some(&bid), Some(&big_ref), None), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "DIRECTORY_UNAVAILABLE");
+    env.assert_no_violations();
+    let records = env.audit_records();
+    let dl: Vec<_> = records
+        .iter()
+        .filter(|r| r["op"] == "DIRECTORY_LIST")
+        .collect();
+    assert!(dl.len() >= 4);
+    assert!(
+        records.iter().all(|r| !r.to_string().contains(&big_ref)),
+        "references must never be logged"
+    );
+    sigterm(&child);
+    let _ = finish(child, T).await;
+    env.verify_audit();
+}
+
+#[tokio::test]
+async fn attach_activate_data_detach_restore() {
+    let env = Env::new(PeerConfig::default()).await;
+    let home = env.dir.path().join("home");
+    std::fs::create_dir(home.join("Projects")).unwrap();
+    std::fs::create_dir(home.join("Other")).unwrap();
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+
+    let a = browse_and_attach(&conn, SID, "Projects").await;
+    let projects = std::fs::canonicalize(home.join("Projects")).unwrap();
+    assert_eq!(a.allowed_root, projects.to_str().unwrap());
+    assert_eq!(a.revision, 1);
+    assert!(a.root_grant.as_str().starts_with("v1."));
+    // Activation before the right revision fails; the right one starts a child.
+    let r = conn.request(activate(SID, 2), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "SESSION_REVISION_MISMATCH");
+    let r = conn
+        .request(activate("never-attached", 1), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "SESSION_NOT_ATTACHED");
+    let r = conn.request(activate(SID, 1), T).await.unwrap();
+    match &r.frame.message {
+        Message::SessionActivated(s) => {
+            assert_eq!(s.allowed_root, a.allowed_root);
+            assert_eq!(s.revision, 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    let data = env.next().await;
+    assert_eq!(data.route, Route::Data);
+    assert_eq!(data.session_id.as_deref(), Some(SID));
+    assert_eq!(
+        data.hello.allowed_root.as_deref(),
+        Some(a.allowed_root.as_str())
+    );
+    assert_eq!(data.hello.machine_id, MACHINE_ID);
+    assert!(
+        !data
+            .hello
+            .capabilities
+            .contains(&Capability::DirectoryBrowse)
+    );
+    // Data on the child, jailed to the attached folder.
+    let r = data.request(stat(&a.allowed_root), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::FileStatResponse);
+    let other = std::fs::canonicalize(home.join("Other")).unwrap();
+    let r = data
+        .request(stat(other.to_str().unwrap()), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "PATH_OUTSIDE_ALLOWED_ROOT");
+    // Activation is idempotent: no second child.
+    let r = conn.request(activate(SID, 1), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionActivated);
+    assert!(
+        env.peer
+            .next_connection(Duration::from_millis(500))
+            .await
+            .is_none()
+    );
+    // Attaching an active session is refused.
+    let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
+    let r = conn
+        .request(
+            attach(
+                SID,
+                top.browse_id.as_str(),
+                top.entries[0].directory_ref.as_str(),
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "SESSION_ALREADY_ACTIVE");
+
+    // Detach: ACK, the child's connection ends, the binding is gone.
+    let r = conn.request(detach(SID), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::Ack);
+    data.closed(T).await.unwrap();
+    let r = conn.request(activate(SID, 1), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "SESSION_NOT_ATTACHED");
+    // Detaching again still answers ACK.
+    let r = conn.request(detach(SID), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::Ack);
+
+    // Restore with the grant (as after a daemon restart): a new child, same binding.
+    let r = conn
+        .request(restore(SID, a.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    match &r.frame.message {
+        Message::SessionRestored(s) => {
+            assert_eq!(s.root_grant.as_str(), a.root_grant.as_str());
+            assert_eq!(s.allowed_root, a.allowed_root);
+            assert_eq!(s.revision, 1);
+            assert_eq!(s.fingerprint, a.fingerprint);
+        }
+        other => panic!("{other:?}"),
+    }
+    let data2 = env.next().await;
+    assert_eq!(
+        data2.hello.allowed_root.as_deref(),
+        Some(a.allowed_root.as_str())
+    );
+    // A tampered grant, and a grant for another session.
+    let mut bad = a.root_grant.as_str().to_owned();
+    let last = bad.pop().unwrap();
+    bad.push(if last == 'A' { 'B' } else { 'A' });
+    let r = conn.request(restore(SID, &bad), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "ROOT_GRANT_INVALID");
+    let r = conn
+        .request(restore("other-session", a.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "ROOT_GRANT_INVALID");
+
+    env.assert_no_violations();
+    sigterm(&child);
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    let records = env.audit_records();
+    let o = ops(&records);
+    for op in [
+        "SESSION_ALLOWED_ROOT_SET",
+        "ACTIVATE_SESSION",
+        "DETACH_SESSION",
+        "RESTORE_SESSION",
+    ] {
+        assert!(o.contains(&op.to_owned()), "{op} missing: {o:?}");
+    }
+    let set = records
+        .iter()
+        .find(|r| r["op"] == "SESSION_ALLOWED_ROOT_SET")
+        .unwrap();
+    assert_eq!(set["session_id"], SID);
+    assert_eq!(set["details"]["revision"], 1);
+    assert!(
+        records
+            .iter()
+            .all(|r| !r.to_string().contains(a.root_grant.as_str())),
+        "grants must never be logged"
+    );
+    env.verify_audit();
+}
+
+#[tokio::test]
+async fn reattach_replaced_folder_and_reconnect_invalidation() {
+    let env = Env::new(PeerConfig::default()).await;
+    let home = env.dir.path().join("home");
+    std::fs::create_dir(home.join("A")).unwrap();
+    std::fs::create_dir(home.join("B")).unwrap();
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+    let a1 = browse_and_attach(&conn, SID, "A").await;
+    // 13.12: re-attaching to another folder yields revision 2 and the new root.
+    let a2 = browse_and_attach(&conn, SID, "B").await;
+    assert_eq!(a2.revision, 2);
+    assert_ne!(a1.allowed_root, a2.allowed_root);
+    // A consumed browse's references fail (13.11).
+    let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
+    let bid = top.browse_id.as_str().to_owned();
+    let home_ref = top.entries[0].directory_ref.as_str().to_owned();
+    let l = listing(
+        &conn
+            .request(list(Some(&bid), Some(&home_ref), None), T)
+            .await
+            .unwrap(),
+    );
+    let a_ref = l
+        .entries
+        .iter()
+        .find(|e| e.name == "A")
+        .unwrap()
+        .directory_ref
+        .clone();
+    conn.request(attach("s-two", &bid, a_ref.as_str()), T)
+        .await
+        .unwrap();
+    let r = conn
+        .request(list(Some(&bid), Some(&home_ref), None), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "DIRECTORY_REFERENCE_INVALID");
+    // 13.14: the folder replaced (renamed away, recreated) → ROOT_GRANT_INVALID, no child.
+    let b = home.join("B");
+    std::fs::rename(&b, home.join("B-old")).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let r = conn.request(activate(SID, 2), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "ROOT_GRANT_INVALID");
+    assert!(
+        env.peer
+            .next_connection(Duration::from_millis(500))
+            .await
+            .is_none()
+    );
+    // Activate s-two (child up), then a control reconnect: the child stops, old refs die,
+    // the binding survives.
+    let r = conn.request(activate("s-two", 1), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionActivated);
+    let data = env.next().await;
+    let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
+    conn.close(1011, "server error");
+    let conn2 = control_conn(&env).await;
+    data.closed(T).await.unwrap();
+    let r = conn2
+        .request(
+            list(
+                Some(top.browse_id.as_str()),
+                Some(top.entries[0].directory_ref.as_str()),
+                None,
+            ),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "DIRECTORY_REFERENCE_INVALID");
+    let r = conn2.request(activate("s-two", 1), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionActivated);
+    let data2 = env.next().await;
+    assert_eq!(data2.session_id.as_deref(), Some("s-two"));
+    env.assert_no_violations();
+    sigterm(&child);
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    env.verify_audit();
+}
+
+#[tokio::test]
+async fn idle_children_stop_and_restore_revives_them() {
+    let env = Env::new(PeerConfig::default()).await;
+    std::fs::create_dir(env.dir.path().join("home").join("P")).unwrap();
+    let child = start_control(
+        &env,
+        &[
+            ("AUTOGPT_SHIM_IDLE_TIMEOUT_SECONDS", "1"),
+            ("AUTOGPT_SHIM_IDLE_CHECK_INTERVAL_SECONDS", "0.3"),
+        ],
+    );
+    let conn = control_conn(&env).await;
+    let a = browse_and_attach(&conn, SID, "P").await;
+    conn.request(activate(SID, 1), T).await.unwrap();
+    let data = env.next().await;
+    data.closed(Duration::from_secs(10)).await.unwrap();
+    let records = env.audit_records();
+    let idle = records
+        .iter()
+        .find(|r| r["op"] == "IDLE_SESSION_DETACH")
+        .expect("idle record");
+    assert_eq!(idle["session_id"], SID);
+    assert!(idle["details"]["idle_seconds"].as_f64().unwrap() >= 1.0);
+    let r = conn
+        .request(restore(SID, a.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    let data2 = env.next().await;
+    data2.request(Message::Ping(Empty {}), T).await.unwrap();
+    env.assert_no_violations();
+    drop(child);
+}
+
+#[tokio::test]
+async fn control_revocation_stops_children_and_the_process() {
+    let env = Env::new(PeerConfig::default()).await;
+    std::fs::create_dir(env.dir.path().join("home").join("P")).unwrap();
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+    browse_and_attach(&conn, SID, "P").await;
+    conn.request(activate(SID, 1), T).await.unwrap();
+    let data = env.next().await;
+    conn.revoke(RevokeReason::UserRevoked).unwrap();
+    let (code, out, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Shim stopped."));
+    data.closed(T).await.unwrap();
+    assert!(
+        env.peer
+            .next_connection(Duration::from_millis(500))
+            .await
+            .is_none()
+    );
+    let o = ops(&env.audit_records());
+    assert!(o.contains(&"SESSION_REVOKED".to_owned()));
+    assert_eq!(o.last().map(String::as_str), Some("SHIM_STOP"));
+    env.assert_no_violations();
+    env.verify_audit();
+}
