@@ -6,7 +6,7 @@ use std::io::Read;
 use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rustix::process::Signal;
@@ -102,39 +102,66 @@ pub struct TermSize {
 pub type ExitCode = i64;
 
 enum ExitSource {
-    /// Pipe path: B's pid then B's wait status arrive on the supervisor's status pipe.
-    Supervised(StatusReader),
+    /// Pipe path: the command is our direct child.
+    Child(tokio::process::Child),
     /// PTY path: a thread waits on the portable-pty child.
     Pty(oneshot::Receiver<ExitCode>),
 }
 
-struct StatusReader {
-    rx: tokio::net::unix::pipe::Receiver,
-    buf: [u8; 4],
-    have: usize,
-}
-
-impl StatusReader {
-    /// Cancel-safe: partial reads are kept in `self`.
-    async fn next(&mut self) -> Option<i32> {
-        while self.have < 4 {
-            match self.rx.read(&mut self.buf[self.have..]).await {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.have += n,
-            }
-        }
-        self.have = 0;
-        Some(i32::from_ne_bytes(self.buf))
+fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => i64::from(code),
+        (None, Some(sig)) => -i64::from(sig),
+        (None, None) => -1,
     }
 }
 
-fn decode_wait_status(st: i32) -> ExitCode {
-    if libc::WIFEXITED(st) {
-        i64::from(libc::WEXITSTATUS(st))
-    } else if libc::WIFSIGNALED(st) {
-        -i64::from(libc::WTERMSIG(st))
-    } else {
-        -1
+impl ExitSource {
+    /// Cancel-safe.
+    async fn wait(&mut self) -> ExitCode {
+        match self {
+            ExitSource::Child(c) => c.wait().await.map_or(-1, exit_code_of),
+            ExitSource::Pty(rx) => rx.await.unwrap_or(-1),
+        }
+    }
+}
+
+/// Whether any live (not zombie) process is still in group `pgid`.
+fn group_alive(pgid: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // Fields after the parenthesised command: state ppid pgrp ...
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            let mut f = rest.split_ascii_whitespace();
+            let state = f.next();
+            let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
+            if pgrp == Some(pgid) && !matches!(state, Some("Z" | "X")) {
+                return true;
+            }
+        }
+        false
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        rustix::process::Pid::from_raw(pgid)
+            .is_some_and(|p| rustix::process::test_kill_process_group(p).is_ok())
     }
 }
 
@@ -154,12 +181,10 @@ pub(crate) struct ExitWaiter {
     pid: i32,
     source: Option<ExitSource>,
     code: Option<ExitCode>,
-    /// The supervisor (pipe path). It exits once every descendant it adopted is reaped.
-    supervisor: Option<tokio::process::Child>,
 }
 
-/// How long a timeout or cancellation waits, after the final SIGKILL, for the supervisor
-/// to have reaped every member of the group (normally a few milliseconds).
+/// How long a timeout waits, after the final SIGKILL, for every member of the group to be
+/// gone (normally a few milliseconds).
 const REAP_WAIT: Duration = Duration::from_millis(500);
 
 impl std::fmt::Debug for ProcessHandle {
@@ -172,18 +197,51 @@ impl std::fmt::Debug for ProcessHandle {
     }
 }
 
-/// The daemon's lifeline pipe (see [`crate::supervise`]): the write end lives as long as
-/// this process; supervisors watch the read end.
-fn lifeline() -> Result<&'static (OwnedFd, OwnedFd), ExecError> {
-    static LIFELINE: OnceLock<(OwnedFd, OwnedFd)> = OnceLock::new();
-    if let Some(l) = LIFELINE.get() {
-        return Ok(l);
+struct Sentinel {
+    writer: std::io::PipeWriter,
+    child: std::process::Child,
+}
+
+fn spawn_sentinel() -> std::io::Result<Sentinel> {
+    use std::process::Stdio;
+    let (r, w) = std::io::pipe()?;
+    // The program is never executed: the sentinel lives in the pre_exec hook.
+    let mut cmd = std::process::Command::new("shim-exec-sentinel");
+    cmd.env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    supervise::install_sentinel(&mut cmd, r.as_raw_fd());
+    let child = cmd.spawn()?;
+    drop(r);
+    Ok(Sentinel { writer: w, child })
+}
+
+/// Registers a command's process group with the daemon's sentinel (see
+/// [`crate::supervise`]), starting or restarting the sentinel if needed.
+fn register_group(pgid: i32) -> Result<(), ExecError> {
+    static SENTINEL: Mutex<Option<Sentinel>> = Mutex::new(None);
+    let mut guard = SENTINEL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut last_err = None;
+    for _ in 0..2 {
+        if guard.is_none() {
+            *guard = Some(spawn_sentinel().map_err(ExecError::Spawn)?);
+        }
+        if let Some(s) = guard.as_mut() {
+            match s.writer.write_all(&pgid.to_ne_bytes()) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    // The sentinel died (EPIPE): reap it and start a new one.
+                    let _ = s.child.try_wait();
+                    last_err = Some(e);
+                }
+            }
+        }
+        *guard = None;
     }
-    let (r, w) = std::io::pipe().map_err(ExecError::Spawn)?;
-    let _ = LIFELINE.set((OwnedFd::from(r), OwnedFd::from(w)));
-    LIFELINE
-        .get()
-        .ok_or_else(|| ExecError::Spawn(std::io::Error::other("lifeline unavailable")))
+    Err(ExecError::Spawn(last_err.unwrap_or_else(|| {
+        std::io::Error::other("sentinel unavailable")
+    })))
 }
 
 fn spawn_reader<R>(mut r: R, ch: Channel, tx: mpsc::Sender<OutputChunk>)
@@ -217,15 +275,14 @@ where
 /// Starts `spec` with pipes: stdin closed (the null device, 12.6) unless `stdin` is true,
 /// stdout and stderr piped and drained concurrently into [`ProcessHandle::next_output`].
 ///
-/// The command runs in its own session and process group under a supervisor (see
-/// [`crate::supervise`]), so its whole tree can be signalled and dies with the daemon.
+/// The command runs in its own session and process group, registered with the daemon's
+/// sentinel (see `supervise.rs`), so its whole tree can be signalled and dies with the
+/// daemon.
 /// Must be called inside a tokio runtime.
 pub fn spawn_pipe(spec: SpawnSpec, stdin: bool) -> Result<ProcessHandle, ExecError> {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
 
-    let lifeline = lifeline()?;
-    let (status_r, status_w) = std::io::pipe().map_err(ExecError::Spawn)?;
     let mut cmd = std::process::Command::new(&spec.program);
     if let Some((first, rest)) = spec.argv.split_first() {
         cmd.arg0(first).args(rest);
@@ -235,30 +292,19 @@ pub fn spawn_pipe(spec: SpawnSpec, stdin: bool) -> Result<ProcessHandle, ExecErr
         .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    supervise::install(
-        &mut cmd,
-        supervise::SupervisorFds {
-            status_w: status_w.as_raw_fd(),
-            lifeline_r: lifeline.0.as_raw_fd(),
-            cwd: spec.cwd.fd().as_raw_fd(),
-        },
-    );
+    supervise::install_child_setup(&mut cmd, spec.cwd.fd().as_raw_fd());
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(false);
-    let spawned = cmd.spawn();
-    drop(status_w);
-    let mut child = spawned.map_err(ExecError::Spawn)?;
-    // The supervisor writes B's pid before it closes its copy of std's exec-error pipe, and
-    // `spawn` returns only after every copy is closed: the pid is already in the pipe.
-    let mut status_r = status_r;
-    let mut pid_buf = [0u8; 4];
-    status_r
-        .read_exact(&mut pid_buf)
-        .map_err(ExecError::Spawn)?;
-    let pid = i32::from_ne_bytes(pid_buf);
-    let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(status_r))
-        .map_err(ExecError::Spawn)?;
-
+    let mut child = cmd.spawn().map_err(ExecError::Spawn)?;
+    let pid = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .ok_or_else(|| ExecError::Spawn(std::io::Error::other("no pid")))?;
+    if let Err(e) = register_group(pid) {
+        // Fail closed: a command that would not die with the daemon does not run.
+        supervise::signal_group(pid, Signal::KILL);
+        return Err(e);
+    }
     let (tx, output) = mpsc::channel(16);
     if let Some(out) = child.stdout.take() {
         spawn_reader(out, Channel::Stdout, tx.clone());
@@ -283,13 +329,8 @@ pub fn spawn_pipe(spec: SpawnSpec, stdin: bool) -> Result<ProcessHandle, ExecErr
         output,
         exit: ExitWaiter {
             pid,
-            source: Some(ExitSource::Supervised(StatusReader {
-                rx,
-                buf: [0; 4],
-                have: 0,
-            })),
+            source: Some(ExitSource::Child(child)),
             code: None,
-            supervisor: Some(child),
         },
         master: None,
     })
@@ -312,10 +353,10 @@ fn pty_err(e: impl std::fmt::Display) -> ExecError {
 /// [`spawn_pipe`], with all output on [`Channel::Stdout`] and [`ProcessHandle::resize`].
 ///
 /// The child is a session leader with the terminal as its controlling terminal
-/// (portable-pty). It is not under the supervisor: if the daemon dies, the kernel closes
-/// the master and hangs up the terminal, which sends SIGHUP to the session; a process that
-/// ignores SIGHUP survives that (documented limitation). Must be called inside a tokio
-/// runtime.
+/// (portable-pty), so its process group id is its pid; the group is registered with the
+/// sentinel like a pipe command's and dies with the daemon. (portable-pty offers no
+/// `pre_exec` hook, so there is no parent-death signal on this path.) Must be called
+/// inside a tokio runtime.
 pub fn spawn_pty(spec: SpawnSpec, size: TermSize) -> Result<ProcessHandle, ExecError> {
     let system = portable_pty::native_pty_system();
     let pair = system.openpty(pty_size(size)).map_err(pty_err)?;
@@ -333,6 +374,10 @@ pub fn spawn_pty(spec: SpawnSpec, size: TermSize) -> Result<ProcessHandle, ExecE
         .process_id()
         .and_then(|p| i32::try_from(p).ok())
         .ok_or_else(|| pty_err("no pid"))?;
+    if let Err(e) = register_group(pid) {
+        supervise::signal_group(pid, Signal::KILL);
+        return Err(e);
+    }
     let mut reader = pair.master.try_clone_reader().map_err(pty_err)?;
     let mut writer = pair.master.take_writer().map_err(pty_err)?;
 
@@ -385,7 +430,6 @@ pub fn spawn_pty(spec: SpawnSpec, size: TermSize) -> Result<ProcessHandle, ExecE
             pid,
             source: Some(ExitSource::Pty(erx)),
             code: None,
-            supervisor: None,
         },
         master: Some(pair.master),
     })
@@ -464,8 +508,7 @@ impl ExitWaiter {
             return code;
         }
         let code = match self.source.as_mut() {
-            Some(ExitSource::Supervised(r)) => r.next().await.map_or(-1, decode_wait_status),
-            Some(ExitSource::Pty(rx)) => rx.await.unwrap_or(-1),
+            Some(src) => src.wait().await,
             None => -1,
         };
         self.code = Some(code);
@@ -485,10 +528,11 @@ impl ExitWaiter {
             }
         }
         supervise::signal_group(self.pid, Signal::KILL);
-        // A killed process closes its pipes before it is reaped; wait until the supervisor
-        // has reaped the whole tree so that nothing of the group is left when we return.
-        if let Some(sup) = self.supervisor.as_mut() {
-            let _ = tokio::time::timeout(REAP_WAIT, sup.wait()).await;
+        // A killed process closes its pipes before it is gone; wait until no member of the
+        // group is alive so that nothing of it is left when we return.
+        let deadline = tokio::time::Instant::now() + REAP_WAIT;
+        while group_alive(self.pid) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         self.code.unwrap_or(-1)
     }
@@ -498,7 +542,7 @@ impl Drop for ProcessHandle {
     fn drop(&mut self) {
         if self.exit.code.is_some() {
             // The main process exited (or was given up on after SIGKILL): stragglers of a
-            // normal exit are left to run under their supervisor (12.7 step 3).
+            // normal exit keep running in their registered group (12.7 step 3).
             return;
         }
         // Cancellation (12.10): start the termination sequence now, finish it in the
@@ -507,17 +551,11 @@ impl Drop for ProcessHandle {
         let pid = self.pid;
         let exit = self.exit.source.take();
         let master = self.master.take();
-        let supervisor = self.exit.supervisor.take();
         match (tokio::runtime::Handle::try_current(), exit) {
             (Ok(rt), Some(exit)) => {
                 rt.spawn(async move {
-                    let _supervisor = supervisor;
-                    let _ = match exit {
-                        ExitSource::Supervised(mut r) => {
-                            tokio::time::timeout(GRACE, r.next()).await.is_ok()
-                        }
-                        ExitSource::Pty(rx) => tokio::time::timeout(GRACE, rx).await.is_ok(),
-                    };
+                    let mut exit = exit;
+                    let _ = tokio::time::timeout(GRACE, exit.wait()).await;
                     // Whether or not the main process went on SIGTERM, nothing of the group
                     // may survive a cancellation.
                     supervise::signal_group(pid, Signal::KILL);

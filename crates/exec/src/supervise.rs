@@ -1,250 +1,175 @@
-//! The per-command supervisor that makes "never leaves an orphan" true on POSIX.
+//! Child setup between `fork` and `execve`, and the sentinel that kills command trees
+//! when the daemon dies.
 //!
-//! This is the only module of the crate that uses `unsafe` (see README.md). Everything in
-//! here runs in a forked child of a multi-threaded process, between `fork` and `execve`,
-//! where only async-signal-safe operations are allowed: no allocation, no locks, no
-//! `std` I/O machinery. Every call below is a raw system-call wrapper from `libc`.
+//! This is the only module of the crate that uses `unsafe` (see README.md). Code in the
+//! `pre_exec` hooks runs in a forked child of a multi-threaded process, where only
+//! async-signal-safe operations are allowed: no allocation, no locks, no `std` I/O
+//! machinery. Every call there is a raw system-call wrapper from `libc`.
 //!
-//! Process layout for one command:
+//! Process layout:
 //!
 //! ```text
-//! daemon ── A (supervisor: own session, child subreaper, never execs)
-//!             └── B (the command: own session and process group, PDEATHSIG=SIGKILL,
-//!                    fchdir to the jailed cwd handle, then execve)
-//!                    └── grandchildren (same process group unless they leave it)
+//! daemon ─┬─ command B (own session and process group, PDEATHSIG=SIGKILL, fchdir, execve)
+//!         │    └── its children (same process group unless they leave it)
+//!         └─ sentinel S (one per daemon: own session, all signals blocked, never execs)
 //! ```
 //!
 //! * The daemon signals B's process group for timeouts and cancellation (12.9, 12.10).
-//! * A reaps B and reports B's pid and wait status to the daemon through a status pipe,
-//!   then stays alive while any descendant lives (it is their subreaper), so that
-//!   backgrounded stragglers that are allowed to outlive a normal exit (12.7 step 3) are
-//!   still watched.
-//! * A holds the read end of the daemon's process-wide *lifeline* pipe. Only the daemon
-//!   holds the write end (it is close-on-exec, and A closes every other descriptor). When
-//!   the daemon dies for any reason, including SIGKILL, the kernel closes the write end,
-//!   A sees POLLHUP and SIGKILLs B's whole process group. `PR_SET_PDEATHSIG` alone cannot
-//!   do this: it is cleared on fork (grandchildren never get it) and fires when the
-//!   *thread* that forked exits, not the process. It is still set on B (parent = A) so
-//!   that B dies if A is killed.
+//! * The daemon registers every command's process group with the sentinel by writing the
+//!   pgid to a pipe. Only the daemon holds the write end (close-on-exec; the sentinel
+//!   closes every other descriptor). When the daemon dies for any reason, including
+//!   SIGKILL, the kernel closes it, the sentinel reads EOF and SIGKILLs every registered
+//!   group that still has members, then exits. It forgets a group once it is empty
+//!   (`kill(-pgid, 0)` fails with ESRCH), checked once a second.
+//! * `PR_SET_PDEATHSIG` alone cannot do this: it is cleared on fork (grandchildren never get
+//!   it) and fires when the *thread* that forked exits. It is still set on B as a second
+//!   line of defence for the main process.
 
 #![allow(unsafe_code)]
 
 use std::io;
 use std::os::fd::RawFd;
 
-/// Descriptors the supervisor needs, as raw numbers valid in the forked child. The caller
-/// keeps the owning handles alive until `spawn` returns.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SupervisorFds {
-    /// Write end of the status pipe (daemon reads B's pid, then B's wait status).
-    pub(crate) status_w: RawFd,
-    /// Read end of the daemon's lifeline pipe.
-    pub(crate) lifeline_r: RawFd,
-    /// The jailed working directory.
-    pub(crate) cwd: RawFd,
-}
-
-/// Installs the supervisor as the `pre_exec` hook of `cmd`.
-pub(crate) fn install(cmd: &mut std::process::Command, fds: SupervisorFds) {
+/// Installs the child setup of 12.6 as the `pre_exec` hook of `cmd`: new session (and so
+/// a new process group whose id is the child's pid, no controlling terminal), parent-death
+/// signal, and `fchdir` to the jailed directory descriptor `cwd`.
+pub(crate) fn install_child_setup(cmd: &mut std::process::Command, cwd: RawFd) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure runs in the child after fork. `fork_supervised` only calls
-    // async-signal-safe system calls (setsid, sigprocmask, prctl, fork, fchdir, write,
-    // dup2, close, waitpid, poll, read, kill, _exit), performs no allocation and takes no
-    // lock; the values it captures are plain integers.
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the child after fork and only calls async-signal-safe
+    // system calls (setsid, prctl, getppid, fchdir) on plain integers captured by value;
+    // it allocates nothing and takes no lock.
     unsafe {
-        cmd.pre_exec(move || fork_supervised(fds));
-    }
-}
-
-fn last_err() -> io::Error {
-    io::Error::last_os_error()
-}
-
-/// Runs in A. Forks B; returns `Ok(())` in B (which then execs), never returns in A.
-fn fork_supervised(fds: SupervisorFds) -> io::Result<()> {
-    // SAFETY: async-signal-safe system calls on valid arguments; the sigset_t values are
-    // initialised by sigfillset/sigemptyset before use.
-    unsafe {
-        if libc::setsid() == -1 {
-            return Err(last_err());
-        }
-        let a_pid = libc::getpid();
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        // A handles signals synchronously (signalfd/poll); nothing may kill it but SIGKILL.
-        libc::sigprocmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-
-        let pid = libc::fork();
-        if pid < 0 {
-            return Err(last_err());
-        }
-        if pid == 0 {
-            // B.
-            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        cmd.pre_exec(move || {
             if libc::setsid() == -1 {
-                return Err(last_err());
+                return Err(io::Error::last_os_error());
             }
             #[cfg(any(target_os = "linux", target_os = "android"))]
             {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                if libc::getppid() != a_pid {
-                    // A already died: do not run unsupervised.
-                    libc::_exit(127);
+                // The daemon died between fork and prctl: do not run orphaned.
+                if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
             }
             #[cfg(not(any(target_os = "linux", target_os = "android")))]
-            let _ = a_pid;
-            if libc::fchdir(fds.cwd) == -1 {
-                return Err(last_err());
+            let _ = parent;
+            if libc::fchdir(cwd) == -1 {
+                return Err(io::Error::last_os_error());
             }
-            return Ok(());
-        }
-        supervisor_loop(pid, fds)
+            Ok(())
+        });
     }
 }
 
-/// Writes all of `buf` to `fd`, retrying on EINTR; errors (EPIPE: the daemon stopped
-/// listening) are ignored.
-///
-/// SAFETY (caller): async-signal-safe; `buf` is valid for its length.
-unsafe fn write_all(fd: RawFd, buf: &[u8]) {
-    let mut off = 0;
-    while off < buf.len() {
-        // SAFETY: pointer and length come from a live slice.
-        let n = unsafe { libc::write(fd, buf[off..].as_ptr().cast(), buf.len() - off) };
-        if n > 0 {
-            off += n.unsigned_abs();
-        } else if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            continue;
-        } else {
-            return;
-        }
+/// Installs the sentinel loop as the `pre_exec` hook of `cmd`; the child never returns
+/// from it (the program of `cmd` is never executed). `reg_r` is the read end of the
+/// registration pipe.
+pub(crate) fn install_sentinel(cmd: &mut std::process::Command, reg_r: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child after fork; `sentinel_main` uses only
+    // async-signal-safe system calls, a fixed-size stack array and no allocation or lock.
+    unsafe {
+        cmd.pre_exec(move || sentinel_main(reg_r));
     }
 }
 
 /// Closes every descriptor `>= from`.
 ///
-/// SAFETY (caller): only called in A, which owns no Rust objects wrapping these fds.
+/// SAFETY (caller): only called in a forked child that owns no Rust objects wrapping
+/// these descriptors and will never return to code that uses them.
 unsafe fn close_from(from: RawFd) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
+        let first = libc::c_uint::try_from(from).unwrap_or(0);
         // SAFETY: close_range(2) with plain integer arguments.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_close_range,
-                from as libc::c_uint,
-                libc::c_uint::MAX,
-                0,
-            )
-        };
+        let r = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) };
         if r == 0 {
             return;
         }
     }
     // SAFETY: sysconf and close are async-signal-safe.
     let max = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) };
-    let max = if max <= 0 { 1024 } else { max.min(65_536) };
-    let max = RawFd::try_from(max).unwrap_or(1024);
+    let max = RawFd::try_from(max.clamp(1024, 65_536)).unwrap_or(1024);
     for fd in from..max {
         // SAFETY: closing a possibly unused descriptor number is harmless (EBADF).
         unsafe { libc::close(fd) };
     }
 }
 
-/// A's main loop: report B's status, reap every adopted descendant, kill B's group when
-/// the daemon dies, exit when nothing is left.
-///
-/// SAFETY (caller): runs in A after fork; async-signal-safe calls only.
-unsafe fn supervisor_loop(main: libc::pid_t, fds: SupervisorFds) -> ! {
-    const STATUS: RawFd = 0;
-    const LIFELINE: RawFd = 1;
-    // SAFETY: see the function contract; every call is a raw system call.
+const MAX_GROUPS: usize = 4096;
+
+/// The sentinel: never returns.
+fn sentinel_main(reg_r: RawFd) -> io::Result<()> {
+    const REG: RawFd = 0;
+    let mut groups = [0 as libc::pid_t; MAX_GROUPS];
+    let mut len = 0usize;
+    // SAFETY: async-signal-safe system calls on valid, stack-owned buffers; the sigset_t
+    // is initialised by sigfillset before use.
     unsafe {
-        write_all(fds.status_w, &main.to_ne_bytes());
-        // Keep exactly the status pipe (as 0) and the lifeline (as 1); close the daemon's
-        // sockets, other commands' pipes, std's exec-error pipe and our stdout/stderr.
-        if fds.lifeline_r == STATUS {
-            libc::dup2(fds.lifeline_r, 3);
-            libc::dup2(fds.status_w, STATUS);
-            libc::dup2(3, LIFELINE);
-        } else {
-            libc::dup2(fds.status_w, STATUS);
-            libc::dup2(fds.lifeline_r, LIFELINE);
+        if libc::setsid() == -1 {
+            return Err(io::Error::last_os_error());
         }
-        close_from(2);
-
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        let sigfd = {
-            let mut chld: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut chld);
-            libc::sigaddset(&mut chld, libc::SIGCHLD);
-            libc::signalfd(-1, &chld, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC)
-        };
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        let sigfd: RawFd = -1;
-        // Without a signalfd, poll with a short period instead.
-        let period: libc::c_int = if sigfd >= 0 { -1 } else { 20 };
-
-        let mut status_open = true;
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+        if reg_r != REG {
+            libc::dup2(reg_r, REG);
+        }
+        // Drops the daemon's sockets, other pipes, the write end of the registration pipe
+        // and std's exec-error pipe (which lets `spawn` return).
+        close_from(1);
         loop {
-            loop {
-                let mut st: libc::c_int = 0;
-                let r = libc::waitpid(-1, &mut st, libc::WNOHANG);
-                if r > 0 {
-                    if r == main && status_open {
-                        write_all(STATUS, &st.to_ne_bytes());
-                        libc::close(STATUS);
-                        status_open = false;
+            let mut pfd = libc::pollfd {
+                fd: REG,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let n = libc::poll(&mut pfd, 1, 1000);
+            if n > 0 {
+                let mut buf = [0u8; 4 * 256];
+                let r = libc::read(REG, buf.as_mut_ptr().cast(), buf.len());
+                if r == 0
+                    || (r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+                {
+                    // The daemon is gone.
+                    for &g in &groups[..len] {
+                        libc::kill(-g, libc::SIGKILL);
                     }
-                    continue;
+                    libc::_exit(0);
                 }
-                if r == 0 {
-                    break;
-                }
-                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                // ECHILD: no descendant left to supervise.
-                libc::_exit(0);
-            }
-            let mut pfds = [
-                libc::pollfd {
-                    fd: LIFELINE,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: sigfd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            let n = libc::poll(pfds.as_mut_ptr(), 2, period);
-            if n <= 0 {
-                continue;
-            }
-            if pfds[0].revents != 0 {
-                // The daemon is gone: kill the command's whole process group, then reap
-                // until nothing is left.
-                libc::kill(-main, libc::SIGKILL);
-                loop {
-                    let mut st: libc::c_int = 0;
-                    let r = libc::waitpid(-1, &mut st, 0);
-                    if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                        libc::_exit(0);
+                let got = usize::try_from(r).unwrap_or(0);
+                for rec in buf[..got].chunks_exact(4) {
+                    let pgid = libc::pid_t::from_ne_bytes([rec[0], rec[1], rec[2], rec[3]]);
+                    if len == MAX_GROUPS {
+                        len = sweep(&mut groups, len);
+                    }
+                    if len < MAX_GROUPS && pgid > 1 {
+                        groups[len] = pgid;
+                        len += 1;
                     }
                 }
-            }
-            if sigfd >= 0 && pfds[1].revents != 0 {
-                let mut buf = [0u8; 512];
-                while libc::read(sigfd, buf.as_mut_ptr().cast(), buf.len()) > 0 {}
+            } else if n == 0 {
+                len = sweep(&mut groups, len);
             }
         }
     }
+}
+
+/// Forgets groups that have no member left. Returns the new length.
+fn sweep(groups: &mut [libc::pid_t; MAX_GROUPS], len: usize) -> usize {
+    let mut kept = 0;
+    for i in 0..len {
+        let g = groups[i];
+        // SAFETY: kill with signal 0 only checks for existence.
+        let gone = unsafe { libc::kill(-g, 0) } == -1
+            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if !gone {
+            groups[kept] = g;
+            kept += 1;
+        }
+    }
+    kept
 }
 
 /// Sends `sig` to the process group `pgid` (ESRCH, an already empty group, is ignored).
