@@ -33,6 +33,30 @@ fn helper_entry() {
             ExecConfig::from_process(true),
             CommandLimiter::new(CommandLimits::default()),
         );
+        if mode == "pty" {
+            let spec = shim_exec::SpawnSpec {
+                program: "sh".into(),
+                argv: [
+                    "sh",
+                    "-c",
+                    "trap '' HUP; echo $$ > pgid.tmp && mv pgid.tmp pgid; \
+                        sleep 1000 & sleep 1000",
+                ]
+                .iter()
+                .map(Into::into)
+                .collect(),
+                env: shim_exec::ChildEnv::merge(
+                    shim_exec::HostOs::Posix,
+                    &test_base_env(),
+                    &shim_exec::WireEnv::default(),
+                ),
+                cwd: open_workdir(&dir).unwrap(),
+            };
+            let mut h =
+                shim_exec::spawn_pty(spec, shim_exec::TermSize { rows: 24, cols: 80 }).unwrap();
+            h.wait().await;
+            return;
+        }
         let req = match mode.as_str() {
             "env" => argv(&["env"]),
             _ => sh("echo $$ > pgid.tmp && mv pgid.tmp pgid; \
@@ -164,6 +188,30 @@ async fn sigkill_of_the_daemon_leaves_no_descendant_alive() {
         eventually(5, || alive().is_empty() && group_members(pgid).is_empty()).await,
         "survivors: {:?} group: {:?}",
         alive(),
+        group_members(pgid)
+    );
+}
+
+#[tokio::test]
+async fn sigkill_of_the_daemon_kills_a_pty_tree_that_ignores_sighup() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut daemon = spawn_helper("pty", dir.path(), &[]);
+    let pgid_file = dir.path().join("pgid");
+    assert!(
+        eventually(20, || pgid_file.exists()).await,
+        "helper never started the pty"
+    );
+    let pgid: i32 = std::fs::read_to_string(&pgid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(eventually(5, || group_members(pgid).len() >= 2).await);
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    assert!(
+        eventually(5, || group_members(pgid).is_empty()).await,
+        "group {pgid} survived: {:?}",
         group_members(pgid)
     );
 }
