@@ -7,6 +7,7 @@
 //! * [`EncryptedFileStore`]: `tokens.enc`, Argon2id + AES-256-GCM (3.9).
 //! * [`MemoryStore`]: an in-memory double for tests.
 //! * [`open_store`] / [`open_store_from_env`]: backend selection (`AUTOGPT_SHIM_CREDENTIAL_STORE`).
+//! * [`tokens`]: OAuth tokens per deployment, with the legacy migration of 3.8.
 //! * [`audit_key`]: loading (every command) and creating (`start` only) the audit key.
 //!
 //! See README.md for what this crate owns and must never do.
@@ -19,6 +20,7 @@ mod keychain;
 mod memory;
 mod secret;
 mod select;
+pub mod tokens;
 
 pub use error::CredentialError;
 pub use error::DECRYPT_MESSAGE;
