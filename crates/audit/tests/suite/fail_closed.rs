@@ -43,6 +43,14 @@ fn tiny_tmpfs_fills_up_and_fails_closed() {
         eprintln!("skipping tiny_tmpfs_fills_up_and_fails_closed: cannot mount a tmpfs here");
         return;
     }
+    // Unmount even if an assertion below fails.
+    struct Umount(std::path::PathBuf);
+    impl Drop for Umount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Umount(mnt.clone());
     let p = mnt.join("audit.log");
     let log = open(&p);
     let mut failed = None;
@@ -56,7 +64,6 @@ fn tiny_tmpfs_fills_up_and_fails_closed() {
         }
     }
     drop(log);
-    let _ = std::process::Command::new("umount").arg(&mnt).status();
     assert!(
         matches!(failed, Some(AuditError::Write { .. })),
         "{failed:?}"
