@@ -177,6 +177,8 @@ impl Default for Tuning {
 pub struct Settings {
     /// Where the file came from (default location or `--config`).
     pub config_path: Option<PathBuf>,
+    /// The user's home directory (browse root, `~` expansion in paths).
+    pub home: Option<PathBuf>,
     /// `platform_url`.
     pub platform_url: String,
     /// `platform_ws_url` (empty = unset).
@@ -786,6 +788,7 @@ fn resolve(
 
     Ok(Settings {
         config_path,
+        home: src.home.clone(),
         platform_url,
         platform_ws_url,
         platform_oauth_url,

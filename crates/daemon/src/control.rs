@@ -431,7 +431,7 @@ impl Control {
                 }
             }
             let used = st.tick();
-            let home = crate::host::home_dir();
+            let home = self.machine.settings.home.clone();
             let roots = virtual_roots(home.as_deref());
             let mut refs = HashMap::new();
             let mut entries = Vec::new();
@@ -770,7 +770,10 @@ impl Control {
             Path::new(&b.allowed_root),
             JailConfig {
                 max_file_size_bytes: s.max_file_size_bytes,
-                home: crate::host::home_dir().and_then(|h| h.to_str().map(str::to_owned)),
+                home: s
+                    .home
+                    .as_deref()
+                    .and_then(|h| h.to_str().map(str::to_owned)),
                 refuse_symlink_root: true,
                 trash_dir: None,
             },

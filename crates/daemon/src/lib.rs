@@ -10,6 +10,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod error;
 pub mod grant;
 pub mod handshake;
@@ -57,7 +58,12 @@ fn flags(cli: &Cli) -> FlagOverrides {
 }
 
 fn init_tracing(cli: &Cli) {
-    let level = cli.log_level.map_or("info", |l| l.directive());
+    let default = if matches!(cli.command, Command::Demo(_)) {
+        "error"
+    } else {
+        "info"
+    };
+    let level = cli.log_level.map_or(default, |l| l.directive());
     let filter = tracing_subscriber::EnvFilter::try_new(format!(
         "{level},tokio_tungstenite=warn,tungstenite=warn"
     ))
@@ -187,9 +193,22 @@ pub fn run(cli: Cli) -> u8 {
             };
             shim_audit::cli::run(cmd, &ctx, &mut io)
         }
-        Command::Demo(_) => {
-            let _ = writeln!(stderr, "demo: not built yet");
-            EXIT_FAIL
+        Command::Demo(args) => {
+            let rt = match tokio_runtime() {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = writeln!(stderr, "{e}");
+                    return EXIT_FAIL;
+                }
+            };
+            let mut out = std::io::stdout();
+            match rt.block_on(demo::run(args.enable_shell, &mut out)) {
+                Ok(()) => EXIT_OK,
+                Err(e) => {
+                    let _ = writeln!(stderr, "demo failed: {e}");
+                    EXIT_FAIL
+                }
+            }
         }
         Command::Auth
         | Command::Revoke

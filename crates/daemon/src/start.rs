@@ -59,7 +59,7 @@ pub fn identity(settings: &Settings) -> Result<Identity, DaemonError> {
         .ok_or_else(|| DaemonError::Preflight("unsupported machine architecture".into()))?;
     let machine_id = match &settings.machine_id {
         Some(m) => m.clone(),
-        None => crate::host::detect_machine_id(crate::host::home_dir().as_deref())
+        None => crate::host::detect_machine_id(settings.home.as_deref())
             .map_err(|e| DaemonError::Preflight(format!("cannot determine the machine id: {e}")))?,
     };
     let display_name = settings
@@ -176,7 +176,10 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
                 &settings.allowed_root,
                 JailConfig {
                     max_file_size_bytes: settings.max_file_size_bytes,
-                    home: crate::host::home_dir().and_then(|h| h.to_str().map(str::to_owned)),
+                    home: settings
+                        .home
+                        .as_deref()
+                        .and_then(|h| h.to_str().map(str::to_owned)),
                     refuse_symlink_root: false,
                     trash_dir: None,
                 },

@@ -131,3 +131,22 @@ async fn audit_subcommand_delegates_to_the_audit_library() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("Audit log not found"), "{err}");
 }
+
+#[tokio::test]
+async fn demo_plays_a_chat_and_verifies_its_audit_log() {
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.command(&["demo", "--enable-shell"]).spawn().unwrap();
+    let (code, out, err) = finish(child, std::time::Duration::from_secs(60)).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    for needle in [
+        "SESSION_ATTACHED",
+        "PATH_OUTSIDE_ALLOWED_ROOT",
+        "COMMAND_RESULT exit 0",
+        "SESSION_RESTORED",
+        "Protocol violations recorded by the platform peer: 0",
+        "HMAC chain verified",
+        "demo finished: OK",
+    ] {
+        assert!(out.contains(needle), "{needle} missing in:\n{out}");
+    }
+}
