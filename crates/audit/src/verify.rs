@@ -372,12 +372,6 @@ pub fn verify_bytes(bytes: &[u8], key: &AuditKey) -> FileReport {
         .min(8);
     let mut r = verify_reader(bytes, key, Path::new("-"), threads);
     r.bytes = bytes.len() as u64;
-    if let Some(v) = r.violations.first_mut()
-        && v.kind == ViolationKind::Truncated
-    {
-        let n = bytes.iter().filter(|&&c| c == b'\n').count() as u64;
-        v.line = n + 1;
-    }
     r
 }
 
@@ -446,7 +440,7 @@ fn verify_reader(mut r: impl Read, key: &AuditKey, path: &Path, threads: usize) 
     let mut last_byte: Option<u8> = None;
     let mut eof = false;
     let mut read_error: Option<String> = None;
-    while !eof && !fold.stopped {
+    while !eof {
         // Fill the buffer up to BLOCK (or further until it holds an LF, for long lines),
         // reading straight into it: no per-block allocation, one copy per byte.
         let mut has_lf = buf.contains(&b'\n');
@@ -492,12 +486,13 @@ fn verify_reader(mut r: impl Read, key: &AuditKey, path: &Path, threads: usize) 
         } else if block.is_empty() {
             break;
         }
-        let infos = analyze_block(block, key, threads);
-        for info in infos {
-            line_no += 1;
-            fold.take(info, line_no);
-            if fold.stopped {
-                break;
+        if fold.stopped {
+            // After a stop only the line count matters (to name the last line if it is cut).
+            line_no += block.split(|&c| c == b'\n').count() as u64;
+        } else {
+            for info in analyze_block(block, key, threads) {
+                line_no += 1;
+                fold.take(info, line_no);
             }
         }
         buf.drain(..cut);
@@ -512,12 +507,7 @@ fn verify_reader(mut r: impl Read, key: &AuditKey, path: &Path, threads: usize) 
         });
     }
     if total > 0 && last_byte != Some(b'\n') {
-        // Count every line of the file to name the last one, even after a stop.
-        let last_line = if fold.stopped {
-            count_lines(path).unwrap_or(line_no)
-        } else {
-            line_no
-        };
+        let last_line = line_no;
         violations.insert(
             0,
             Violation {
@@ -537,16 +527,6 @@ fn verify_reader(mut r: impl Read, key: &AuditKey, path: &Path, threads: usize) 
         bytes: total,
         head: fold.head,
     }
-}
-
-fn count_lines(path: &Path) -> Option<u64> {
-    let bytes = std::fs::read(path).ok()?;
-    let n = bytes.iter().filter(|&&c| c == b'\n').count() as u64;
-    Some(if bytes.last() == Some(&b'\n') {
-        n
-    } else {
-        n + 1
-    })
 }
 
 /// The result of verifying the current file and every rotated file.

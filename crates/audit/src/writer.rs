@@ -212,6 +212,10 @@ impl Core {
             message: e.to_string(),
         })?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if size == 0 {
+            // Make a freshly created file's directory entry durable.
+            files::sync_dir(&dir);
+        }
         let first = if size > 0 { first_ts(&mut file) } else { None };
         let mut core = Core {
             file,

@@ -293,3 +293,23 @@ fn earlier_release_quirks_are_reported_as_specified() {
     std::fs::write(&a, second.join("\n") + "\n").unwrap();
     assert!(shim_audit::verify_all(&a, &key()).unwrap().is_clean());
 }
+
+/// A parse error stops verification, but a cut last line of a large file (several read
+/// blocks) is still reported first, with the number of the file's last line.
+#[test]
+fn truncation_is_reported_with_the_last_line_even_after_a_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("audit.log");
+    shim_audit::testing::synthesize_log(&p, &key(), 20_000).unwrap();
+    let mut bytes = std::fs::read(&p).unwrap();
+    assert!(bytes.len() > 9 * 1024 * 1024);
+    let second = bytes.iter().position(|&c| c == b'\n').unwrap() + 1;
+    bytes[second] = b'#';
+    bytes.truncate(bytes.len() - 10);
+    std::fs::write(&p, &bytes).unwrap();
+    let r = verify_file(&p, &key()).unwrap();
+    assert_eq!(
+        kinds(&r),
+        vec![("truncated", None, 20_000), ("parse_error", None, 2)]
+    );
+}
