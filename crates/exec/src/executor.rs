@@ -378,7 +378,7 @@ impl PreparedCommand {
             // Main process running: drain both pipes until it exits or the timer fires.
             let code = loop {
                 tokio::select! {
-                    chunk = out.recv(), if !out_done => match chunk {
+                    chunk = out.next(), if !out_done => match chunk {
                         Some(c) => collector.push(c.channel, &c.data),
                         None => out_done = true,
                     },
@@ -394,7 +394,7 @@ impl PreparedCommand {
                     tokio::pin!(term);
                     loop {
                         tokio::select! {
-                            chunk = out.recv(), if !out_done => match chunk {
+                            chunk = out.next(), if !out_done => match chunk {
                                 Some(c) => collector.push(c.channel, &c.data),
                                 None => out_done = true,
                             },
@@ -408,7 +408,7 @@ impl PreparedCommand {
             tokio::pin!(drain);
             while !out_done {
                 tokio::select! {
-                    chunk = out.recv() => match chunk {
+                    chunk = out.next() => match chunk {
                         Some(c) => collector.push(c.channel, &c.data),
                         None => out_done = true,
                     },

@@ -170,7 +170,7 @@ fn group_alive(pgid: i32) -> bool {
 pub struct ProcessHandle {
     pid: i32,
     input: Option<mpsc::Sender<Vec<u8>>>,
-    pub(crate) output: mpsc::Receiver<OutputChunk>,
+    pub(crate) output: OutputSource,
     pub(crate) exit: ExitWaiter,
     master: Option<Box<dyn portable_pty::MasterPty + Send>>,
 }
@@ -244,32 +244,61 @@ fn register_group(pgid: i32) -> Result<(), ExecError> {
     })))
 }
 
-fn spawn_reader<R>(mut r: R, ch: Channel, tx: mpsc::Sender<OutputChunk>)
-where
-    R: tokio::io::AsyncRead + Unpin + Send + 'static,
-{
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; CHUNK];
+/// Where a handle's output comes from.
+pub(crate) enum OutputSource {
+    /// Both pipes, read directly (no task, no channel) in arrival order.
+    Pipes {
+        out: Option<tokio::process::ChildStdout>,
+        err: Option<tokio::process::ChildStderr>,
+        out_buf: Box<[u8]>,
+        err_buf: Box<[u8]>,
+    },
+    /// The PTY reader thread.
+    Channel(mpsc::Receiver<OutputChunk>),
+}
+
+impl OutputSource {
+    /// The next chunk from whichever stream has data; `None` at EOF of all. Cancel-safe
+    /// (tokio pipe reads are).
+    pub(crate) async fn next(&mut self) -> Option<OutputChunk> {
+        let (out, err, out_buf, err_buf) = match self {
+            OutputSource::Channel(rx) => return rx.recv().await,
+            OutputSource::Pipes {
+                out,
+                err,
+                out_buf,
+                err_buf,
+            } => (out, err, out_buf, err_buf),
+        };
         loop {
-            let read = tokio::select! {
-                r = r.read(&mut buf) => r,
-                // The consumer stopped listening (12.7 step 3): close the pipe.
-                () = tx.closed() => break,
+            let (channel, read) = match (out.as_mut(), err.as_mut()) {
+                (None, None) => return None,
+                (Some(o), None) => (Channel::Stdout, o.read(out_buf).await),
+                (None, Some(e)) => (Channel::Stderr, e.read(err_buf).await),
+                (Some(o), Some(e)) => tokio::select! {
+                    r = o.read(out_buf) => (Channel::Stdout, r),
+                    r = e.read(err_buf) => (Channel::Stderr, r),
+                },
             };
             match read {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let chunk = OutputChunk {
-                        channel: ch,
-                        data: buf[..n].to_vec(),
+                Ok(n) if n > 0 => {
+                    let buf = match channel {
+                        Channel::Stdout => &out_buf[..n],
+                        Channel::Stderr => &err_buf[..n],
                     };
-                    if tx.send(chunk).await.is_err() {
-                        break;
-                    }
+                    return Some(OutputChunk {
+                        channel,
+                        data: buf.to_vec(),
+                    });
                 }
+                // EOF or a read error: that stream is finished; its pipe closes now.
+                _ => match channel {
+                    Channel::Stdout => *out = None,
+                    Channel::Stderr => *err = None,
+                },
             }
         }
-    });
+    }
 }
 
 /// Starts `spec` with pipes: stdin closed (the null device, 12.6) unless `stdin` is true,
@@ -305,13 +334,12 @@ pub fn spawn_pipe(spec: SpawnSpec, stdin: bool) -> Result<ProcessHandle, ExecErr
         supervise::signal_group(pid, Signal::KILL);
         return Err(e);
     }
-    let (tx, output) = mpsc::channel(16);
-    if let Some(out) = child.stdout.take() {
-        spawn_reader(out, Channel::Stdout, tx.clone());
-    }
-    if let Some(err) = child.stderr.take() {
-        spawn_reader(err, Channel::Stderr, tx);
-    }
+    let output = OutputSource::Pipes {
+        out: child.stdout.take(),
+        err: child.stderr.take(),
+        out_buf: vec![0u8; CHUNK].into_boxed_slice(),
+        err_buf: vec![0u8; CHUNK].into_boxed_slice(),
+    };
     let input = child.stdin.take().map(|mut w| {
         let (itx, mut irx) = mpsc::channel::<Vec<u8>>(16);
         tokio::spawn(async move {
@@ -425,7 +453,7 @@ pub fn spawn_pty(spec: SpawnSpec, size: TermSize) -> Result<ProcessHandle, ExecE
     Ok(ProcessHandle {
         pid,
         input: Some(itx),
-        output,
+        output: OutputSource::Channel(output),
         exit: ExitWaiter {
             pid,
             source: Some(ExitSource::Pty(erx)),
@@ -467,7 +495,7 @@ impl ProcessHandle {
     /// The next output chunk; `None` once every output stream reached EOF.
     /// Cancel-safe.
     pub async fn next_output(&mut self) -> Option<OutputChunk> {
-        self.output.recv().await
+        self.output.next().await
     }
 
     /// Resizes the terminal (PTY only; pipes → [`ExecError::NotATerminal`]).
