@@ -132,3 +132,45 @@ async fn dropping_the_future_kills_the_whole_tree() {
         group_members(pgid)
     );
 }
+
+#[tokio::test]
+async fn cancellation_is_audited_from_prepare_and_run() {
+    let root = Root::new();
+    let ex = executor();
+    let prepared = ex
+        .prepare(&sh("echo $$ > pgid; sleep 1000"), "/r", root.resolver())
+        .unwrap();
+    let details = prepared.audit_details().clone();
+    let started = prepared.started_at();
+    let cancelled = tokio::time::timeout(std::time::Duration::from_millis(500), prepared.run())
+        .await
+        .is_err();
+    assert!(cancelled);
+    let audit = AuditEvent::cancelled(details, started.elapsed().as_millis() as u64);
+    match audit {
+        AuditEvent::ExecuteCommand {
+            details,
+            result,
+            cancelled,
+        } => {
+            assert!(cancelled);
+            assert!(!result.ok);
+            assert_eq!(result.exit_code, None);
+            assert_eq!(
+                result.error_code,
+                Some(shim_protocol::ErrorCode::InternalError)
+            );
+            assert_eq!(
+                details.command.as_deref(),
+                Some("echo $$ > pgid; sleep 1000")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let pgid: i32 = std::fs::read_to_string(root.path().join("pgid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(eventually(4, || group_members(pgid).is_empty()).await);
+}
