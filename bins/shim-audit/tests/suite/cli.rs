@@ -249,7 +249,8 @@ fn colour_is_off_when_not_a_terminal() {
 
 #[test]
 fn tail_follows_appends_and_rotation() {
-    use std::io::Read;
+    use std::io::BufRead;
+    use std::time::Duration;
     let s = Sandbox::new();
     let log = s.writer();
     log.append_blocking(shim_audit::AuditEvent::new("SHIM_START"))
@@ -264,37 +265,32 @@ fn tail_follows_appends_and_rotation() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let op = line.split_whitespace().nth(2).unwrap_or("").to_owned();
+            if tx.send(op).is_err() {
+                break;
+            }
+        }
+    });
+    let wait = |want: &str| {
+        let got = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+        assert_eq!(got, want);
+    };
+    wait("SHIM_START");
     log.append_blocking(shim_audit::AuditEvent::new("WS_CONNECTED"))
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    wait("WS_CONNECTED");
     // [H-18]: after a rotation tail continues with the new current file.
     log.rotate_blocking(shim_audit::RotateReason::Explicit)
         .unwrap();
     log.append_blocking(shim_audit::AuditEvent::new("TOKEN_REFRESHED"))
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    wait("AUDIT_ROTATED");
+    wait("TOKEN_REFRESHED");
     child.kill().unwrap();
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
     let _ = child.wait();
-    let ops: Vec<&str> = out
-        .lines()
-        .map(|l| l.split_whitespace().nth(2).unwrap_or(""))
-        .collect();
-    assert_eq!(
-        ops,
-        vec![
-            "SHIM_START",
-            "WS_CONNECTED",
-            "AUDIT_ROTATED",
-            "TOKEN_REFRESHED"
-        ],
-        "{out}"
-    );
 }
