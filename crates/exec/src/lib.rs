@@ -64,6 +64,8 @@ pub use process::WorkDir;
 pub use process::spawn_pipe;
 #[cfg(unix)]
 pub use process::spawn_pty;
+#[cfg(unix)]
+pub use process::start_sentinel;
 pub use spec::Argv;
 pub use spec::CommandRequest;
 pub use spec::HostOs;

@@ -217,10 +217,24 @@ fn spawn_sentinel() -> std::io::Result<Sentinel> {
     Ok(Sentinel { writer: w, child })
 }
 
+static SENTINEL: Mutex<Option<Sentinel>> = Mutex::new(None);
+
+/// Starts the per-daemon sentinel that kills every command tree when the daemon dies
+/// (README.md, "Process layout"). Call it once at daemon start, before enabling the shell:
+/// the sentinel is a fork of the daemon that never execs, so starting it while the daemon
+/// is small keeps its memory small, and a failure can refuse `--enable-shell` up front
+/// (fail closed). Idempotent; spawning a command starts it too if needed.
+pub fn start_sentinel() -> Result<(), ExecError> {
+    let mut guard = SENTINEL.lock().unwrap_or_else(|p| p.into_inner());
+    if guard.is_none() {
+        *guard = Some(spawn_sentinel().map_err(ExecError::Spawn)?);
+    }
+    Ok(())
+}
+
 /// Registers a command's process group with the daemon's sentinel (see
-/// [`crate::supervise`]), starting or restarting the sentinel if needed.
+/// `supervise.rs`), starting or restarting the sentinel if needed.
 fn register_group(pgid: i32) -> Result<(), ExecError> {
-    static SENTINEL: Mutex<Option<Sentinel>> = Mutex::new(None);
     let mut guard = SENTINEL.lock().unwrap_or_else(|p| p.into_inner());
     let mut last_err = None;
     for _ in 0..2 {

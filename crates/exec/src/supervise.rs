@@ -110,6 +110,8 @@ fn sentinel_main(reg_r: RawFd) -> io::Result<()> {
         if libc::setsid() == -1 {
             return Err(io::Error::last_os_error());
         }
+        // Do not pin the daemon's working directory (or its mount).
+        libc::chdir(c"/".as_ptr());
         let mut all: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
         libc::sigprocmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());

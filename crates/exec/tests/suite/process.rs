@@ -55,3 +55,23 @@ async fn dropping_a_pipe_handle_kills_its_group() {
     drop(h);
     assert!(eventually(5, || group_members(pgid).is_empty()).await);
 }
+
+#[test]
+fn sentinel_starts_once_and_lives_outside_the_daemon_session() {
+    shim_exec::start_sentinel().unwrap();
+    shim_exec::start_sentinel().unwrap();
+    // The sentinel is our child, leads its own session/group and sits in "/" (commands
+    // of parallel tests start in temporary directories).
+    let me = i32::try_from(std::process::id()).unwrap();
+    let sentinels: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            stat(pid).is_some_and(|(_, ppid, pgid)| ppid == me && pgid == pid)
+                && std::fs::read_link(format!("/proc/{pid}/cwd"))
+                    .is_ok_and(|c| c == std::path::Path::new("/"))
+        })
+        .collect();
+    assert_eq!(sentinels.len(), 1, "{sentinels:?}");
+}
