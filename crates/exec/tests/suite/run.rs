@@ -194,3 +194,23 @@ async fn environment_is_baseline_plus_wire_plus_pythonioencoding_only() {
         ]
     );
 }
+
+#[tokio::test]
+async fn other_spawn_failures_are_internal_error_and_audited() {
+    let root = Root::new();
+    std::fs::write(root.path().join("noexec"), "#!/bin/sh\necho ran\n").unwrap();
+    let e = run(&executor(), &root, argv(&["./noexec"])).await;
+    let err = e.result.unwrap_err();
+    assert_eq!(err.code(), shim_protocol::ErrorCode::InternalError);
+    match e.audit.unwrap() {
+        AuditEvent::ExecuteCommand { result, .. } => {
+            assert!(!result.ok);
+            assert_eq!(result.exit_code, None);
+            assert_eq!(
+                result.error_code,
+                Some(shim_protocol::ErrorCode::InternalError)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
