@@ -64,7 +64,15 @@ pub(crate) struct Top<'a> {
 pub(crate) struct Fast {
     tmp: Vec<u8>,
     spans: Vec<Span>,
+    /// Key sequences seen before (keys joined by NUL, which no key here can contain) and the
+    /// member order that sorts them: records repeat a handful of shapes.
+    shapes: Vec<(Vec<u8>, Vec<u32>)>,
+    sig: Vec<u8>,
+    order: Vec<u32>,
 }
+
+/// At most this many shapes are remembered.
+const MAX_SHAPES: usize = 32;
 
 struct P<'a> {
     s: &'a str,
@@ -285,10 +293,30 @@ impl Fast {
         }
         let s = p.s;
         let key = |m: &Span| &s[m.ks..m.ke];
-        let members = &mut self.spans[base_span..];
-        members.sort_unstable_by(|a, b| cmp_keys(key(a), key(b)));
-        if members.windows(2).any(|w| key(&w[0]) == key(&w[1])) {
-            return None;
+        let members = &self.spans[base_span..];
+        self.sig.clear();
+        for m in members {
+            self.sig.extend_from_slice(key(m).as_bytes());
+            self.sig.push(0);
+        }
+        self.order.clear();
+        if let Some((_, perm)) = self.shapes.iter().find(|(sig, _)| *sig == self.sig) {
+            self.order.extend_from_slice(perm);
+        } else {
+            self.order.extend(0..members.len() as u32);
+            self.order.sort_unstable_by(|&a, &b| {
+                cmp_keys(key(&members[a as usize]), key(&members[b as usize]))
+            });
+            if self
+                .order
+                .windows(2)
+                .any(|w| key(&members[w[0] as usize]) == key(&members[w[1] as usize]))
+            {
+                return None;
+            }
+            if self.shapes.len() < MAX_SHAPES {
+                self.shapes.push((self.sig.clone(), self.order.clone()));
+            }
         }
         let mut facts = None;
         if top {
@@ -318,7 +346,8 @@ impl Fast {
         out.truncate(base_out);
         out.push(b'{');
         let mut first = true;
-        for m in self.spans[base_span..].iter() {
+        for &i in &self.order {
+            let m = &self.spans[base_span + i as usize];
             let k = &p.b[m.ks..m.ke];
             if top && k == b"hmac" {
                 continue;

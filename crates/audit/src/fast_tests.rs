@@ -1,6 +1,12 @@
 use proptest::prelude::*;
 
+use std::cell::RefCell;
+
 use super::*;
+
+thread_local! {
+    static SHARED: RefCell<Fast> = RefCell::new(Fast::default());
+}
 use crate::parse;
 
 fn tree(line: &[u8]) -> Option<Vec<u8>> {
@@ -72,8 +78,9 @@ proptest! {
             bytes.truncate(cut.index(bytes.len()));
         }
         let mut out = Vec::new();
-        let mut fast = Fast::default();
-        if fast.line(&bytes, &mut out).is_some() {
+        // One Fast for all cases, so remembered shapes are exercised too.
+        let accepted = SHARED.with(|f| f.borrow_mut().line(&bytes, &mut out).is_some());
+        if accepted {
             let slow = tree(&bytes);
             prop_assert!(slow.is_some(), "fast accepted what the parser rejects: {}", String::from_utf8_lossy(&bytes));
             let slow = slow.unwrap_or_default();
