@@ -3,16 +3,32 @@
 
 /// The MIME type for a regular file named `name`, or `None`.
 pub fn mime_for_name(name: &str) -> Option<&'static str> {
-    let lower = name.to_lowercase();
     // A name with no `.` after its first character has no extension.
-    let first_len = lower.chars().next()?.len_utf8();
-    let dot = lower[first_len..].rfind('.')? + first_len;
-    let ext = &lower[dot + 1..];
-    for compound in [".tar.gz", ".tar.bz2", ".tar.xz"] {
-        if lower.len() > compound.len() && lower.ends_with(compound) {
-            return Some("application/x-tar");
-        }
+    let first_len = name.chars().next()?.len_utf8();
+    let dot = name.get(first_len..)?.rfind('.')? + first_len;
+    let ext_raw = name.get(dot + 1..)?;
+    let ends_with_ci = |suffix: &str| {
+        name.len() > suffix.len()
+            && name
+                .get(name.len() - suffix.len()..)
+                .is_some_and(|t| t.eq_ignore_ascii_case(suffix))
+    };
+    if [".tar.gz", ".tar.bz2", ".tar.xz"]
+        .iter()
+        .any(|c| ends_with_ci(c))
+    {
+        return Some("application/x-tar");
     }
+    // Every listed extension is short ASCII: lower-case it on the stack.
+    let mut buf = [0u8; 8];
+    let bytes = ext_raw.as_bytes();
+    if bytes.len() > buf.len() || !ext_raw.is_ascii() {
+        return None;
+    }
+    let lower = &mut buf[..bytes.len()];
+    lower.copy_from_slice(bytes);
+    lower.make_ascii_lowercase();
+    let ext = std::str::from_utf8(lower).ok()?;
     Some(match ext {
         "tgz" => "application/x-tar",
         "txt" => "text/plain",

@@ -211,7 +211,9 @@ impl JailRoot {
 
     /// The display path (4.8) of names below the root.
     pub(crate) fn display(&self, rel: &[OsString]) -> String {
-        let mut s = self.root_path.clone();
+        let len = self.root_path.len() + rel.iter().map(|n| n.len() + 1).sum::<usize>();
+        let mut s = String::with_capacity(len);
+        s.push_str(&self.root_path);
         for n in rel {
             if !s.ends_with('/') {
                 s.push('/');

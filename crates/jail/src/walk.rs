@@ -244,7 +244,6 @@ impl JailRoot {
         };
         let resolve =
             ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-        let rel: Vec<OsString> = names.iter().map(OsString::from).collect();
         if !mode.need_parent {
             let joined = names.join("/");
             // openat2 rejects any flag beside DIRECTORY/NOFOLLOW/CLOEXEC with O_PATH.
@@ -273,6 +272,7 @@ impl JailRoot {
             }
             #[cfg(test)]
             FAST_HITS.with(|c| c.set(c.get() + 1));
+            let rel: Vec<OsString> = names.iter().map(OsString::from).collect();
             return Ok(Some(Resolved {
                 parent: None,
                 name: Some(OsString::from(*last)),
@@ -305,10 +305,7 @@ impl JailRoot {
         let st = State {
             h: Handle::Owned(fd),
             d: Some(dirs.len()),
-            rel: rel
-                .get(..dirs.len())
-                .map(<[OsString]>::to_vec)
-                .unwrap_or_default(),
+            rel: dirs.iter().map(OsString::from).collect(),
         };
         let mut q = VecDeque::new();
         q.push_back((QComp::Name(OsString::from(*last)), Origin::Request));

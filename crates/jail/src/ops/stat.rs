@@ -25,9 +25,11 @@ impl JailRoot {
             Target::Missing { .. } => return Ok(None),
             Target::Existing { meta, .. } => *meta,
         };
-        let name = r.rel.last().map(|n| n.to_string_lossy().into_owned());
         let mime_type = if meta.is_file() {
-            name.as_deref().and_then(mime_for_name)
+            r.rel
+                .last()
+                .and_then(|n| n.to_str())
+                .and_then(mime_for_name)
         } else {
             None
         };
