@@ -82,6 +82,8 @@ enum ConnEnd {
     Clean,
     /// Error end: backoff; `handshook` resets the attempt ([Rust extension]).
     Error { handshook: bool },
+    /// Closed with 4403 during the handshake (binding mismatch on newer platforms).
+    Forbidden,
     /// The runtime ends.
     Terminal(Outcome),
 }
@@ -91,6 +93,9 @@ enum Out {
     Ping,
     Close(u16, String),
 }
+
+/// Consecutive handshake refusals with 4403 after which a runtime stops.
+const MAX_CONSECUTIVE_FORBIDDEN: u32 = 3;
 
 /// Per-connection counters (10.1).
 #[derive(Debug, Default, Clone, Copy)]
@@ -212,6 +217,7 @@ impl Runtime {
     pub(crate) async fn run(self) -> Outcome {
         let s = &self.machine.settings;
         let mut attempt: u32 = 0;
+        let mut forbidden: u32 = 0;
         loop {
             if self.stop.is_cancelled() || self.machine.shutdown.is_cancelled() {
                 return Outcome::Stopped;
@@ -221,11 +227,25 @@ impl Runtime {
                 ConnEnd::Terminal(o) => return o,
                 ConnEnd::Clean => {
                     attempt = 0;
+                    forbidden = 0;
                     s.reconnect_base_delay.min(s.reconnect_max_delay)
+                }
+                ConnEnd::Forbidden => {
+                    // PROTOCOL.md 14 #22: stop after a few consecutive 4403s.
+                    forbidden += 1;
+                    if forbidden >= MAX_CONSECUTIVE_FORBIDDEN {
+                        return Outcome::Failed(DaemonError::Auth(format!(
+                            "the platform refused this connection {forbidden} times in a row with 4403 (the session is not bound to this machine and folder)"
+                        )));
+                    }
+                    let d = backoff_delay(s.reconnect_base_delay, s.reconnect_max_delay, attempt);
+                    attempt = attempt.saturating_add(1);
+                    d
                 }
                 ConnEnd::Error { handshook } => {
                     if handshook {
                         attempt = 0;
+                        forbidden = 0;
                     }
                     let d = backoff_delay(s.reconnect_base_delay, s.reconnect_max_delay, attempt);
                     attempt = attempt.saturating_add(1);
@@ -346,6 +366,10 @@ impl Runtime {
                 return ConnEnd::Error { handshook: false };
             }
             Ok(Inbound::Closed(Some(code))) => {
+                if code == codes::FORBIDDEN {
+                    tracing::warn!("the platform refused the handshake with 4403");
+                    return ConnEnd::Forbidden;
+                }
                 return match shim_protocol::close::classify(code) {
                     CloseAction::Fatal(f) => self.revoked_by_close(f).await,
                     CloseAction::CleanReconnect => ConnEnd::Clean,
@@ -622,7 +646,7 @@ impl Runtime {
             ConnEnd::Terminal(Outcome::Revoked) if silenced.load(Ordering::SeqCst) => {
                 Some((codes::SESSION_REVOKED, "session_revoked".to_owned()))
             }
-            ConnEnd::Error { .. } => Some((codes::GOING_AWAY, String::new())),
+            ConnEnd::Error { .. } | ConnEnd::Forbidden => Some((codes::GOING_AWAY, String::new())),
             _ => None,
         };
         if let Some((code, reason)) = close {
@@ -632,7 +656,7 @@ impl Runtime {
         let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
         let reason = match &end {
             ConnEnd::Clean => "clean_exit".to_owned(),
-            ConnEnd::Error { .. } => "loop_error: connection lost".to_owned(),
+            ConnEnd::Error { .. } | ConnEnd::Forbidden => "loop_error: connection lost".to_owned(),
             ConnEnd::Terminal(Outcome::Stopped) => "clean_exit".to_owned(),
             ConnEnd::Terminal(Outcome::Revoked) => return end,
             ConnEnd::Terminal(Outcome::Failed(e)) => format!("loop_error: {e}"),

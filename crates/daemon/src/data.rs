@@ -436,47 +436,39 @@ impl DataPlane {
             })?;
             WorkDir::new(dir, display).map_err(|e| CwdError::new(e.code(), e.to_string()))
         };
-        let execution = self.executor.execute(&req, &root, resolve).await;
-        if let Some(ev) = execution.audit {
-            match ev {
-                shim_exec::AuditEvent::ExecuteCommand {
-                    details,
-                    result,
-                    cancelled,
-                } => {
-                    let mut d = Map::new()
-                        .with("command", details.command)
-                        .with("argv", details.argv)
-                        .with("shell", details.shell)
-                        .with("cwd", details.cwd)
-                        .with("env_keys", details.env_keys)
-                        .with("timeout_seconds", details.timeout_seconds);
-                    if cancelled {
-                        d.insert("cancelled", true);
+        let prepared = match self.executor.prepare(&req, &root, resolve) {
+            Ok(p) => p,
+            Err(rejection) => {
+                match rejection.audit {
+                    Some(ev) => self.write_exec_event(id, ev).await?,
+                    // The disabled-shell refusal is not audited by the executor ([H-4]).
+                    None => {
+                        self.audit
+                            .refusal("EXECUTE_COMMAND", id, &rejection.error.code())
+                            .await?;
                     }
-                    let r = AuditResult {
-                        ok: result.ok,
-                        exit_code: result.exit_code,
-                        duration_ms: result.duration_ms,
-                        error_code: result.error_code.map(|c| c.as_str().to_owned()),
-                    };
-                    self.audit.op("EXECUTE_COMMAND", Some(id), d, r).await?;
                 }
-                shim_exec::AuditEvent::JailViolation { code, path } => {
-                    let d = Map::new()
-                        .with("code", code.as_str())
-                        .with("path", path)
-                        .with("attempted_op", "EXECUTE_COMMAND");
-                    self.audit
-                        .op("JAIL_VIOLATION", Some(id), d, AuditResult::failed(&code))
-                        .await?;
-                }
+                return Ok(exec_error(&rejection.error, p.cwd.as_deref().unwrap_or("")));
             }
-        } else if let Err(e) = &execution.result {
-            // The disabled-shell refusal is not audited by the executor ([H-4]: do it here).
-            self.audit.refusal("EXECUTE_COMMAND", id, &e.code()).await?;
-        }
-        Ok(match execution.result {
+        };
+        let details = prepared.audit_details().clone();
+        let started = prepared.started_at();
+        // 12.10: a cancelled command (connection gone) is still audited.
+        let mut guard = CancelGuard {
+            audit: self.audit.clone(),
+            id: id.to_owned(),
+            details: Some(details.clone()),
+            started,
+        };
+        let result = prepared.run().await;
+        guard.details = None;
+        let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.write_exec_event(
+            id,
+            shim_exec::AuditEvent::finished(details, &result, elapsed),
+        )
+        .await?;
+        Ok(match result {
             Ok(r) => Message::CommandResult(CommandResult {
                 stdout: r.stdout,
                 stderr: r.stderr,
@@ -487,6 +479,78 @@ impl DataPlane {
             }),
             Err(e) => exec_error(&e, p.cwd.as_deref().unwrap_or("")),
         })
+    }
+
+    async fn write_exec_event(
+        &self,
+        id: &str,
+        ev: shim_exec::AuditEvent,
+    ) -> Result<(), AuditFailed> {
+        let (op, details, result) = exec_record(ev);
+        self.audit.op(op, Some(id), details, result).await
+    }
+}
+
+/// Converts an executor audit event into (op, details, result) of AUDIT_AUTH_CLI.md 1.7.
+fn exec_record(ev: shim_exec::AuditEvent) -> (&'static str, Map, AuditResult) {
+    match ev {
+        shim_exec::AuditEvent::ExecuteCommand {
+            details,
+            result,
+            cancelled,
+        } => {
+            let mut d = Map::new()
+                .with("command", details.command)
+                .with("argv", details.argv)
+                .with("shell", details.shell)
+                .with("cwd", details.cwd)
+                .with("env_keys", details.env_keys)
+                .with("timeout_seconds", details.timeout_seconds);
+            if cancelled {
+                d.insert("cancelled", true);
+            }
+            let r = AuditResult {
+                ok: result.ok,
+                exit_code: result.exit_code,
+                duration_ms: result.duration_ms,
+                error_code: result.error_code.map(|c| c.as_str().to_owned()),
+            };
+            ("EXECUTE_COMMAND", d, r)
+        }
+        shim_exec::AuditEvent::JailViolation { code, path } => {
+            let d = Map::new()
+                .with("code", code.as_str())
+                .with("path", path)
+                .with("attempted_op", "EXECUTE_COMMAND");
+            ("JAIL_VIOLATION", d, AuditResult::failed(&code))
+        }
+    }
+}
+
+/// Audits a command whose request was cancelled before it finished (the future was
+/// dropped when its connection ended; the executor has already killed the process tree).
+struct CancelGuard {
+    audit: Auditor,
+    id: String,
+    details: Option<shim_exec::ExecAuditDetails>,
+    started: Instant,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        let Some(details) = self.details.take() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (op, d, r) = exec_record(shim_exec::AuditEvent::cancelled(details, ms));
+        let audit = self.audit.clone();
+        let id = std::mem::take(&mut self.id);
+        handle.spawn(async move {
+            let _ = audit.op(op, Some(&id), d, r).await;
+        });
     }
 }
 

@@ -117,7 +117,10 @@ async fn status_prints_the_configuration_summary() {
     let (code, out, err) = finish(env.command(&["status"]).spawn().unwrap(), T).await;
     assert_eq!(code, 0);
     assert!(
-        out.contains(&format!("Configured platform: {}", env.peer.http_base())),
+        out.contains(&format!(
+            "Configured platform: {}",
+            crate::suite::harness::PLATFORM_URL
+        )),
         "{out}"
     );
     assert!(out.contains("Mode: machine control"), "{out}");

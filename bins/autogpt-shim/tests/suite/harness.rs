@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use shim_auth::CredentialStore;
@@ -20,6 +21,51 @@ use tokio::process::Command;
 pub(crate) const PASSPHRASE: &str = "integration-test-passphrase";
 pub(crate) const MACHINE_ID: &str = "test-machine-0001";
 pub(crate) const T: Duration = Duration::from_secs(20);
+/// The platform base the credentials are keyed on; the WebSocket base points at the peer
+/// (`platform_ws_url`), so one credential file serves every test.
+pub(crate) const PLATFORM_URL: &str = "http://127.0.0.1:9";
+/// The stored access token (the peer accepts any token unless told otherwise).
+pub(crate) const ACCESS_TOKEN: &str = "test-access-token";
+
+/// A credential file (audit key, and tokens if `tokens`) written once per test binary with
+/// the cheapest Argon2 parameters readers accept, copied into each test's directory.
+fn template(tokens: bool) -> &'static (PathBuf, String) {
+    static WITH: OnceLock<(PathBuf, String)> = OnceLock::new();
+    static WITHOUT: OnceLock<(PathBuf, String)> = OnceLock::new();
+    let cell = if tokens { &WITH } else { &WITHOUT };
+    cell.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "autogpt-shim-creds-{}-{tokens}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let store =
+            EncryptedFileStore::with_params(&dir, Secret::new(PASSPHRASE), KdfParams::MIN_ACCEPTED)
+                .unwrap();
+        let key = shim_audit::AuditKey::generate().unwrap();
+        let hex = key.to_hex().as_str().to_owned();
+        store
+            .set(shim_auth::account::AUDIT_KEY, &Secret::new(hex.as_str()))
+            .unwrap();
+        if tokens {
+            let dep = format!("autogpt-local-executor@{PLATFORM_URL}");
+            store
+                .set(
+                    &shim_auth::account::refresh_token(&dep),
+                    &Secret::new("test-refresh-token"),
+                )
+                .unwrap();
+            store
+                .set(
+                    &shim_auth::account::access_token(&dep),
+                    &Secret::new(ACCESS_TOKEN),
+                )
+                .unwrap();
+        }
+        (dir, hex)
+    })
+}
 
 /// A throw-away environment for one daemon.
 pub(crate) struct Env {
@@ -41,41 +87,17 @@ impl Env {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
         let root = std::fs::canonicalize(dir.path().join("root")).unwrap();
-        let store = EncryptedFileStore::with_params(
-            &dir.path().join("creds"),
-            Secret::new(PASSPHRASE),
-            KdfParams::MIN_ACCEPTED,
+        let (template, audit_key_hex) = template(tokens);
+        std::fs::copy(
+            template.join(shim_auth::FILE_NAME),
+            dir.path().join("creds").join(shim_auth::FILE_NAME),
         )
         .unwrap();
-        let key = shim_audit::AuditKey::generate().unwrap();
-        let audit_key_hex = key.to_hex().as_str().to_owned();
-        store
-            .set(
-                shim_auth::account::AUDIT_KEY,
-                &Secret::new(audit_key_hex.as_str()),
-            )
-            .unwrap();
-        if tokens {
-            let (access, refresh) = peer.issue_tokens();
-            let dep = format!("autogpt-local-executor@{}", peer.http_base());
-            store
-                .set(
-                    &shim_auth::account::refresh_token(&dep),
-                    &Secret::new(refresh),
-                )
-                .unwrap();
-            store
-                .set(
-                    &shim_auth::account::access_token(&dep),
-                    &Secret::new(access),
-                )
-                .unwrap();
-        }
         Env {
             dir,
             peer,
             root,
-            audit_key_hex,
+            audit_key_hex: audit_key_hex.clone(),
         }
     }
 
@@ -94,7 +116,8 @@ impl Env {
             .env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
             .env("AUTOGPT_SHIM_FALLBACK_DIR", self.dir.path().join("creds"))
             .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", PASSPHRASE)
-            .env("AUTOGPT_SHIM_PLATFORM_URL", self.peer.http_base())
+            .env("AUTOGPT_SHIM_PLATFORM_URL", PLATFORM_URL)
+            .env("AUTOGPT_SHIM_PLATFORM_WS_URL", self.peer.ws_base())
             .env("AUTOGPT_SHIM_AUDIT_LOG_PATH", self.audit_log())
             .env("AUTOGPT_SHIM_MACHINE_ID", MACHINE_ID)
             .env("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "0.1")

@@ -591,23 +591,9 @@ async fn hello_ack_session_mismatch_is_terminal_77() {
 async fn upgrade_401_without_a_new_token_is_terminal_77() {
     let env = Env::new(PeerConfig::default()).await;
     let records_before = env.peer.token_requests("refresh_token");
-    // Forget every token the peer issued: the upgrade gets 401.
-    let access = {
-        let store = shim_auth::EncryptedFileStore::new(
-            &env.dir.path().join("creds"),
-            shim_auth::Secret::new(crate::suite::harness::PASSPHRASE),
-        )
-        .unwrap();
-        let dep = format!("autogpt-local-executor@{}", env.peer.http_base());
-        use shim_auth::CredentialStore;
-        store
-            .get(&shim_auth::account::access_token(&dep))
-            .unwrap()
-            .unwrap()
-            .expose()
-            .to_owned()
-    };
-    env.peer.expire_access_token(&access);
+    // The peer stops accepting the stored token: the upgrade gets 401.
+    env.peer
+        .expire_access_token(crate::suite::harness::ACCESS_TOKEN);
     let child = env.start_legacy(SID, &[]);
     let (exit, _, err) = finish(child, T).await;
     assert_eq!(exit, 77, "{err}");
