@@ -18,9 +18,10 @@
 //! * The daemon registers every command's process group with the sentinel by writing the
 //!   pgid to a pipe. Only the daemon holds the write end (close-on-exec; the sentinel
 //!   closes every other descriptor). When the daemon dies for any reason, including
-//!   SIGKILL, the kernel closes it, the sentinel reads EOF and SIGKILLs every registered
-//!   group that still has members, then exits. It forgets a group once it is empty
-//!   (`kill(-pgid, 0)` fails with ESRCH), checked once a second.
+//!   SIGKILL, the kernel closes it, the sentinel sees POLLHUP, reads the registrations
+//!   still in the pipe and SIGKILLs every registered group that still has members, then
+//!   exits. Once a second it drains new registrations and forgets groups that are empty
+//!   (`kill(-pgid, 0)` fails with ESRCH); a registration never wakes it otherwise.
 //! * `PR_SET_PDEATHSIG` alone cannot do this: it is cleared on fork (grandchildren never get
 //!   it) and fires when the *thread* that forked exits. It is still set on B as a second
 //!   line of defence for the main process.
@@ -121,24 +122,25 @@ fn sentinel_main(reg_r: RawFd) -> io::Result<()> {
         // Drops the daemon's sockets, other pipes, the write end of the registration pipe
         // and std's exec-error pipe (which lets `spawn` return).
         close_from(1);
+        // Non-blocking reads: registrations are drained on the timer and at hang-up, so
+        // the daemon's write does not wake the sentinel for every command.
+        let fl = libc::fcntl(REG, libc::F_GETFL);
+        libc::fcntl(REG, libc::F_SETFL, fl | libc::O_NONBLOCK);
         loop {
+            // events = 0: only POLLHUP/POLLERR (the daemon is gone) or the timer wake us.
             let mut pfd = libc::pollfd {
                 fd: REG,
-                events: libc::POLLIN,
+                events: 0,
                 revents: 0,
             };
             let n = libc::poll(&mut pfd, 1, 1000);
-            if n > 0 {
+            let hung_up = n > 0;
+            // Drain pending registrations (after a hang-up the data is still readable).
+            loop {
                 let mut buf = [0u8; 4 * 256];
                 let r = libc::read(REG, buf.as_mut_ptr().cast(), buf.len());
-                if r == 0
-                    || (r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
-                {
-                    // The daemon is gone.
-                    for &g in &groups[..len] {
-                        libc::kill(-g, libc::SIGKILL);
-                    }
-                    libc::_exit(0);
+                if r <= 0 {
+                    break;
                 }
                 let got = usize::try_from(r).unwrap_or(0);
                 for rec in buf[..got].chunks_exact(4) {
@@ -151,9 +153,15 @@ fn sentinel_main(reg_r: RawFd) -> io::Result<()> {
                         len += 1;
                     }
                 }
-            } else if n == 0 {
-                len = sweep(&mut groups, len);
             }
+            if hung_up {
+                // The daemon is gone.
+                for &g in &groups[..len] {
+                    libc::kill(-g, libc::SIGKILL);
+                }
+                libc::_exit(0);
+            }
+            len = sweep(&mut groups, len);
         }
     }
 }
