@@ -650,3 +650,220 @@ fn pgrep(pattern: &str) -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false)
 }
+
+#[tokio::test]
+async fn max_concurrent_1_refuses_a_second_request_immediately() {
+    let env = Env::new(PeerConfig::default()).await;
+    let mut c = env.command(&[
+        "--allowed-root",
+        env.root.to_str().unwrap(),
+        "start",
+        "--session-id",
+        SID,
+        "--enable-shell",
+    ]);
+    c.env("AUTOGPT_SHIM_MAX_CONCURRENT", "1");
+    let _child = c.spawn().unwrap();
+    let conn = std::sync::Arc::new(env.next().await);
+    let c2 = conn.clone();
+    let slow = tokio::spawn(async move { c2.request(argv(&["sleep", "1"]), T).await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let started = std::time::Instant::now();
+    let r = conn
+        .request(stat(env.root.to_str().unwrap()), T)
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "not refused immediately"
+    );
+    assert_eq!(error_code(&r.frame.message), "SHIM_OVERLOADED");
+    assert_eq!(r.frame.pending_capacity, Some(0));
+    let done = slow.await.unwrap();
+    assert_eq!(done.frame.message_type(), MessageType::CommandResult);
+    assert_eq!(done.frame.pending_capacity, Some(1));
+    let r = conn
+        .request(stat(env.root.to_str().unwrap()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.pending_capacity, Some(1));
+    env.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_command_cancelled_by_a_lost_connection_is_killed_and_audited() {
+    let env = Env::new(PeerConfig::default()).await;
+    let _child = env.start_legacy(SID, &["--enable-shell"]);
+    let conn = std::sync::Arc::new(env.next().await);
+    let marker = format!("shim-cancel-check-{}", std::process::id());
+    let c2 = conn.clone();
+    let m2 = marker.clone();
+    let _pending = tokio::spawn(async move {
+        let _ = c2
+            .request(
+                Message::ExecuteCommand(ExecuteCommand {
+                    command: Some(format!("sleep 300; echo {m2}")),
+                    ..ExecuteCommand::default()
+                }),
+                Duration::from_secs(60),
+            )
+            .await;
+    });
+    let mut seen = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if pgrep(&marker) {
+            seen = true;
+            break;
+        }
+    }
+    assert!(seen, "the command never started");
+    conn.close(1011, "server error");
+    let _again = env.next().await;
+    let mut gone = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if !pgrep(&marker) {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "the cancelled command survived");
+    let mut found = None;
+    for _ in 0..30 {
+        let records = env.audit_records();
+        found = records
+            .into_iter()
+            .find(|r| r["op"] == "EXECUTE_COMMAND" && r["details"]["cancelled"] == true);
+        if found.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let rec = found.expect("a cancelled EXECUTE_COMMAND record");
+    assert_eq!(rec["result"]["ok"], false);
+    assert_eq!(rec["result"]["error_code"], "INTERNAL_ERROR");
+    env.assert_no_violations();
+}
+
+#[tokio::test]
+async fn repeated_4403_on_the_handshake_stops_with_77() {
+    let mut bindings = std::collections::HashMap::new();
+    bindings.insert(
+        SID.to_owned(),
+        (MACHINE_ID.to_owned(), "/somewhere/else".to_owned()),
+    );
+    let env = Env::new(PeerConfig {
+        bindings,
+        ..PeerConfig::default()
+    })
+    .await;
+    let child = env.start_legacy(SID, &[]);
+    let (exit, _, err) = finish(child, T).await;
+    assert_eq!(exit, 77, "{err}");
+    assert!(err.contains("4403"), "{err}");
+    let refusals = env
+        .peer
+        .rejections()
+        .iter()
+        .filter(|r| r.code == 4403)
+        .count();
+    assert_eq!(refusals, 3);
+}
+
+#[tokio::test]
+async fn a_missing_allowed_root_refuses_to_start() {
+    let env = Env::new(PeerConfig::default()).await;
+    let missing = env.dir.path().join("missing");
+    let mut c = env.command(&[
+        "--allowed-root",
+        missing.to_str().unwrap(),
+        "start",
+        "--session-id",
+        SID,
+    ]);
+    let (exit, _, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(exit, 78, "{err}");
+    assert!(err.contains("Preflight failed"), "{err}");
+    assert!(
+        env.peer
+            .next_connection(Duration::from_millis(200))
+            .await
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn session_id_after_start_wins() {
+    let env = Env::new(PeerConfig::default()).await;
+    let root = env.root.to_str().unwrap().to_owned();
+    let mut c = env.command(&[
+        "--allowed-root",
+        &root,
+        "--session-id",
+        "before-start",
+        "start",
+        "--session-id",
+        SID,
+    ]);
+    let _child = c.spawn().unwrap();
+    let conn = env.next().await;
+    assert_eq!(conn.session_id.as_deref(), Some(SID));
+    // Only before `start`: kept.
+    let env2 = Env::new(PeerConfig::default()).await;
+    let root2 = env2.root.to_str().unwrap().to_owned();
+    let mut c = env2.command(&[
+        "--allowed-root",
+        &root2,
+        "--session-id",
+        "before-start",
+        "start",
+    ]);
+    let _child2 = c.spawn().unwrap();
+    let conn2 = env2.next().await;
+    assert_eq!(conn2.session_id.as_deref(), Some("before-start"));
+}
+
+#[tokio::test]
+async fn an_audit_write_failure_stops_the_daemon_with_78() {
+    let env = Env::new(PeerConfig::default()).await;
+    // Run the daemon with a small file-size limit (SIGXFSZ ignored) so that appends to the
+    // audit log start failing with EFBIG after a few records.
+    let bin = env!("CARGO_BIN_EXE_autogpt-shim");
+    let root = env.root.to_str().unwrap().to_owned();
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 8; exec '{bin}' --allowed-root '{root}' start --session-id {SID}"
+    );
+    let c = env.command(&[]);
+    let mut sh = tokio::process::Command::new("sh");
+    sh.arg("-c").arg(&script).env_clear();
+    for (k, v) in c.as_std().get_envs() {
+        if let Some(v) = v {
+            sh.env(k, v);
+        }
+    }
+    sh.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let child = sh.spawn().unwrap();
+    let conn = env.next().await;
+    let mut answered = 0;
+    for _ in 0..200 {
+        match conn.request(stat(&root), Duration::from_secs(2)).await {
+            Ok(_) => answered += 1,
+            Err(_) => break,
+        }
+    }
+    assert!(answered < 200, "the audit log never filled up");
+    let closed = conn.closed(T).await.unwrap();
+    assert_eq!(closed.map(|c| c.0), Some(1011));
+    let (exit, _, err) = finish(child, T).await;
+    assert_eq!(exit, 78, "{err}");
+    assert!(
+        env.peer
+            .next_connection(Duration::from_millis(300))
+            .await
+            .is_none()
+    );
+    env.assert_no_violations();
+}
