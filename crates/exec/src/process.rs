@@ -245,7 +245,9 @@ fn register_group(pgid: i32) -> Result<(), ExecError> {
             match s.writer.write_all(&pgid.to_ne_bytes()) {
                 Ok(()) => return Ok(()),
                 Err(e) => {
-                    // The sentinel died (EPIPE): reap it and start a new one.
+                    // The sentinel died (EPIPE): reap it and start a new one. Groups it
+                    // was watching are no longer protected against the daemon's death.
+                    tracing::warn!(error = %e, "exec sentinel died; starting a new one");
                     let _ = s.child.try_wait();
                     last_err = Some(e);
                 }
@@ -560,6 +562,7 @@ impl ExitWaiter {
 
     pub(crate) async fn terminate(&mut self) -> ExitCode {
         if self.code.is_none() {
+            tracing::debug!(pgid = self.pid, "terminating command process group");
             supervise::signal_group(self.pid, Signal::TERM);
             if tokio::time::timeout(GRACE, self.wait()).await.is_err() {
                 supervise::signal_group(self.pid, Signal::KILL);
