@@ -25,6 +25,7 @@ use crate::process::WorkDir;
 use crate::process::spawn_pipe;
 use crate::shell;
 use crate::spec::CommandRequest;
+use crate::spec::CommandResult;
 use crate::spec::HostOs;
 use crate::spec::Program;
 use crate::spec::Timeout;
@@ -59,23 +60,6 @@ impl ExecConfig {
             os: HostOs::current(),
         }
     }
-}
-
-/// `COMMAND_RESULT` (12.8), before the daemon puts it on the wire.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CommandResult {
-    /// Retained stdout, decoded.
-    pub stdout: String,
-    /// Retained stderr (plus the truncation marker), decoded.
-    pub stderr: String,
-    /// Exit status; `-N` for death by signal N; `-1` if unobtainable.
-    pub exit_code: i64,
-    /// True iff the timeout fired.
-    pub timed_out: bool,
-    /// Seconds from the handler start to the end of output collection, 3 decimals.
-    pub duration_seconds: f64,
-    /// Whether output was discarded.
-    pub output_truncated: bool,
 }
 
 /// A request refused before anything ran, with the audit record to write (if any).

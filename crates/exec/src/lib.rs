@@ -31,8 +31,6 @@ pub use env::ChildEnv;
 pub use error::CwdError;
 pub use error::ExecError;
 #[cfg(unix)]
-pub use executor::CommandResult;
-#[cfg(unix)]
 pub use executor::ExecConfig;
 #[cfg(unix)]
 pub use executor::Execution;
@@ -68,6 +66,7 @@ pub use process::spawn_pty;
 pub use process::start_sentinel;
 pub use spec::Argv;
 pub use spec::CommandRequest;
+pub use spec::CommandResult;
 pub use spec::HostOs;
 pub use spec::Program;
 pub use spec::Shell;

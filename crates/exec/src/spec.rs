@@ -217,3 +217,20 @@ impl Timeout {
         std::time::Duration::from_secs(self.0)
     }
 }
+
+/// `COMMAND_RESULT` (12.8), before the daemon puts it on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandResult {
+    /// Retained stdout, decoded.
+    pub stdout: String,
+    /// Retained stderr (plus the truncation marker), decoded.
+    pub stderr: String,
+    /// Exit status; `-N` for death by signal N; `-1` if unobtainable.
+    pub exit_code: i64,
+    /// True iff the timeout fired.
+    pub timed_out: bool,
+    /// Seconds from the handler start to the end of output collection, 3 decimals.
+    pub duration_seconds: f64,
+    /// Whether output was discarded.
+    pub output_truncated: bool,
+}
