@@ -584,3 +584,55 @@ async fn control_revocation_stops_children_and_the_process() {
     env.assert_no_violations();
     env.verify_audit();
 }
+
+#[tokio::test]
+async fn restore_rules_for_revisions_and_live_children() {
+    let env = Env::new(PeerConfig::default()).await;
+    let home = env.dir.path().join("home");
+    std::fs::create_dir(home.join("A")).unwrap();
+    std::fs::create_dir(home.join("B")).unwrap();
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+    let g1 = browse_and_attach(&conn, SID, "A").await;
+    let g2 = browse_and_attach(&conn, SID, "B").await;
+    assert_eq!(g2.revision, 2);
+    // An older grant than the binding → SESSION_REVISION_MISMATCH with current_revision.
+    let r = conn
+        .request(restore(SID, g1.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "SESSION_REVISION_MISMATCH");
+    match &r.frame.message {
+        Message::Error(e) => assert_eq!(e.details.as_ref().unwrap()["current_revision"], 2),
+        _ => unreachable!(),
+    }
+    // The current grant starts a child; restoring it again keeps that child.
+    let r = conn
+        .request(restore(SID, g2.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    let data = env.next().await;
+    assert_eq!(
+        data.hello.allowed_root.as_deref(),
+        Some(g2.allowed_root.as_str())
+    );
+    let r = conn
+        .request(restore(SID, g2.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    assert!(
+        env.peer
+            .next_connection(Duration::from_millis(500))
+            .await
+            .is_none()
+    );
+    data.request(Message::Ping(Empty {}), T).await.unwrap();
+    env.assert_no_violations();
+    sigterm(&child);
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    data.closed(T).await.unwrap();
+    env.verify_audit();
+}

@@ -572,10 +572,8 @@ async fn session_revoked_closes_4428_and_stops() {
 }
 
 #[tokio::test]
-async fn hello_ack_session_mismatch_is_terminal_77() {
-    // The peer answers with the URL's session id; a daemon whose session id differs only
-    // in a way the URL encoding hides cannot be built, so check the 403 upgrade path
-    // instead: the feature disabled for the user.
+async fn upgrade_403_is_terminal_77() {
+    // The feature disabled for the user: HTTP 403 on upgrade, no refresh, exit 77.
     let env = Env::new(PeerConfig {
         feature_enabled: false,
         ..PeerConfig::default()
@@ -866,4 +864,65 @@ async fn an_audit_write_failure_stops_the_daemon_with_78() {
             .is_none()
     );
     env.assert_no_violations();
+}
+
+async fn refused_ack(ack: AckConfig, want_close: u16, want_exit: i32) {
+    let env = Env::new(PeerConfig {
+        ack,
+        ..PeerConfig::default()
+    })
+    .await;
+    let child = env.start_legacy(SID, &[]);
+    let conn = env.next().await;
+    let closed = conn.closed(T).await.unwrap();
+    assert_eq!(closed.as_ref().map(|c| c.0), Some(want_close), "{closed:?}");
+    assert!(closed.unwrap().1.len() <= 123);
+    let (exit, _, err) = finish(child, T).await;
+    assert_eq!(exit, want_exit, "{err}");
+    // Terminal: no reconnect.
+    assert!(
+        env.peer
+            .next_connection(Duration::from_millis(600))
+            .await
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn hello_ack_with_the_wrong_id_is_refused_with_4400() {
+    refused_ack(
+        AckConfig {
+            wrong_id: true,
+            ..AckConfig::default()
+        },
+        4400,
+        1,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hello_ack_granting_an_unadvertised_capability_is_refused() {
+    refused_ack(
+        AckConfig {
+            grant: Some(vec![Capability::Files, Capability::Shell]),
+            ..AckConfig::default()
+        },
+        4400,
+        1,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn hello_ack_with_another_major_version_stops_cleanly() {
+    refused_ack(
+        AckConfig {
+            protocol_version: Some("2.0".into()),
+            ..AckConfig::default()
+        },
+        4426,
+        0,
+    )
+    .await;
 }
