@@ -52,10 +52,10 @@ pub enum Prefix {
 }
 
 /// One component after normalisation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Component {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Component<'a> {
     /// A name, exactly as spelled (no case folding, no Unicode normalisation: J-NORM-1).
-    Name(String),
+    Name(&'a str),
     /// `..`; only kept on POSIX (applied physically during the walk, J-LEX-4).
     ParentDir,
 }
@@ -66,7 +66,10 @@ pub enum Component {
 pub struct JailPath {
     wire: String,
     prefix: Prefix,
-    components: Vec<Component>,
+    /// The names, concatenated; `spans` index into it (`None` = `..`). One buffer instead
+    /// of a string per component keeps the hot path cheap.
+    names: String,
+    spans: Vec<Option<(usize, usize)>>,
 }
 
 impl JailPath {
@@ -87,13 +90,19 @@ impl JailPath {
     }
 
     /// The normalised components below the prefix.
-    pub fn components(&self) -> &[Component] {
-        &self.components
+    pub fn components(&self) -> Vec<Component<'_>> {
+        self.spans
+            .iter()
+            .map(|sp| match sp {
+                Some((a, b)) => Component::Name(self.names.get(*a..*b).unwrap_or_default()),
+                None => Component::ParentDir,
+            })
+            .collect()
     }
 
     /// The normalised path as a string in the native separator of `os`.
     pub fn normalized(&self, os: PathOs) -> String {
-        render(&self.prefix, &self.components, os)
+        render(&self.prefix, &self.components(), os)
     }
 }
 
@@ -103,7 +112,7 @@ enum Kind {
     Relative,
 }
 
-fn render(prefix: &Prefix, comps: &[Component], os: PathOs) -> String {
+fn render(prefix: &Prefix, comps: &[Component<'_>], os: PathOs) -> String {
     let sep = os.sep();
     let mut s = match prefix {
         Prefix::Posix => String::from("/"),
@@ -167,13 +176,13 @@ fn parse_inner(
         Kind::Absolute(p) => p.clone(),
         Kind::Relative => Prefix::Posix,
     };
-    let comps_for_len: Vec<Component> = raw
+    let comps_for_len: Vec<Component<'_>> = raw
         .iter()
         .map(|c| {
             if *c == ".." {
                 Component::ParentDir
             } else {
-                Component::Name((*c).to_owned())
+                Component::Name(c)
             }
         })
         .collect();
@@ -227,23 +236,36 @@ fn parse_inner(
         Kind::Relative => return Err(JailError::outside(wire)),
     };
     // J-LEX-4.
-    let components = if os == PathOs::Windows {
-        let mut out: Vec<Component> = Vec::new();
+    let components: Vec<Component<'_>> = if os == PathOs::Windows {
+        let mut out: Vec<Component<'_>> = Vec::new();
         for c in raw {
             if c == ".." {
                 out.pop();
             } else {
-                out.push(Component::Name(c.to_owned()));
+                out.push(Component::Name(c));
             }
         }
         out
     } else {
         comps_for_len
     };
+    let mut names = String::with_capacity(rest.len());
+    let mut spans = Vec::with_capacity(components.len());
+    for c in &components {
+        match c {
+            Component::Name(n) => {
+                let start = names.len();
+                names.push_str(n);
+                spans.push(Some((start, names.len())));
+            }
+            Component::ParentDir => spans.push(None),
+        }
+    }
     Ok(JailPath {
         wire: wire.to_owned(),
         prefix,
-        components,
+        names,
+        spans,
     })
 }
 

@@ -74,11 +74,11 @@ fn j_lex_4_dotdot_kept_on_posix_collapsed_on_windows() {
     let p = JailPath::parse("/r/lnk/../a.txt", PathOs::Linux, None).unwrap();
     assert_eq!(
         p.components(),
-        &[
-            Component::Name("r".into()),
-            Component::Name("lnk".into()),
+        [
+            Component::Name("r"),
+            Component::Name("lnk"),
             Component::ParentDir,
-            Component::Name("a.txt".into())
+            Component::Name("a.txt")
         ]
     );
     assert_eq!(win("C:\\r\\lnk\\..\\a.txt").unwrap(), "C:\\r\\a.txt");

@@ -156,6 +156,7 @@ impl JailRoot {
     ) -> Result<Resolved<'a>, JailError> {
         let wire = path.wire();
         let comps = path.components();
+        let comps = comps.as_slice();
         // Fast start: the path is spelled through root_path and that spelling still
         // reaches the root's identity (J-ROOT-3: a replaced root is not re-bound).
         if let Some(rest) = self.strip_root_prefix(comps)
@@ -210,7 +211,7 @@ impl JailRoot {
         self.walk(st, q, mode, "")
     }
 
-    fn strip_root_prefix<'c>(&self, comps: &'c [Component]) -> Option<&'c [Component]> {
+    fn strip_root_prefix<'c, 'p>(&self, comps: &'c [Component<'p>]) -> Option<&'c [Component<'p>]> {
         let rc = self.root_components();
         if comps.len() < rc.len() {
             return None;
@@ -227,7 +228,7 @@ impl JailRoot {
     #[cfg(target_os = "linux")]
     fn fast_beneath<'a>(
         &'a self,
-        rest: &[Component],
+        rest: &[Component<'_>],
         mode: Mode,
         wire: &str,
     ) -> Result<Option<Resolved<'a>>, JailError> {
@@ -566,7 +567,7 @@ impl JailRoot {
     }
 }
 
-fn to_queue(comps: &[Component], origin: Origin) -> VecDeque<(QComp, Origin)> {
+fn to_queue(comps: &[Component<'_>], origin: Origin) -> VecDeque<(QComp, Origin)> {
     comps
         .iter()
         .map(|c| match c {
