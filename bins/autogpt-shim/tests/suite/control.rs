@@ -636,3 +636,50 @@ async fn restore_rules_for_revisions_and_live_children() {
     data.closed(T).await.unwrap();
     env.verify_audit();
 }
+
+#[tokio::test]
+async fn children_share_the_machine_wide_work_limit() {
+    // max_concurrent 1 everywhere: each child admits one request, and the machine-wide
+    // semaphore (sized to the control connection's limit) makes the second child's
+    // request wait instead of running concurrently (10.3).
+    let env = Env::new(PeerConfig {
+        ack: shim_platform_peer::AckConfig {
+            max_concurrent: 1,
+            ..shim_platform_peer::AckConfig::default()
+        },
+        ..PeerConfig::default()
+    })
+    .await;
+    let home = env.dir.path().join("home");
+    std::fs::create_dir(home.join("A")).unwrap();
+    std::fs::create_dir(home.join("B")).unwrap();
+    let mut c = env.command(&["start", "--enable-shell"]);
+    c.env("AUTOGPT_SHIM_MAX_CONCURRENT_COMMANDS", "10");
+    let child = c.spawn().unwrap();
+    let conn = control_conn(&env).await;
+    browse_and_attach(&conn, "s-a", "A").await;
+    browse_and_attach(&conn, "s-b", "B").await;
+    conn.request(activate("s-a", 1), T).await.unwrap();
+    let a = std::sync::Arc::new(env.next().await);
+    conn.request(activate("s-b", 1), T).await.unwrap();
+    let b = std::sync::Arc::new(env.next().await);
+    let cmd = || {
+        Message::ExecuteCommand(shim_protocol::messages::exec::ExecuteCommand {
+            argv: Some(vec!["sleep".into(), "1".into()]),
+            ..Default::default()
+        })
+    };
+    let started = std::time::Instant::now();
+    let (ra, rb) = tokio::join!(a.request(cmd(), T), b.request(cmd(), T));
+    let elapsed = started.elapsed();
+    assert_eq!(ra.unwrap().frame.message_type(), MessageType::CommandResult);
+    assert_eq!(rb.unwrap().frame.message_type(), MessageType::CommandResult);
+    assert!(
+        elapsed >= Duration::from_millis(1900),
+        "ran concurrently: {elapsed:?}"
+    );
+    env.assert_no_violations();
+    sigterm(&child);
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+}
