@@ -7,6 +7,7 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use crate::value::Map;
 use crate::value::Value;
 
 /// A float that 1.9 cannot represent (NaN or an infinity).
@@ -184,21 +185,25 @@ pub fn write_canonical(out: &mut Vec<u8>, v: &Value) -> Result<(), NonFiniteFloa
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            let mut members: Vec<(&str, &Value)> = map.iter().collect();
-            members.sort_by(|a, b| cmp_keys(a.0, b.0));
-            out.push(b'{');
-            for (i, (k, item)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, k);
-                out.push(b':');
-                write_canonical(out, item)?;
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_canonical_map(out, map)?,
     }
+    Ok(())
+}
+
+/// Appends the canonical form of an object.
+pub fn write_canonical_map(out: &mut Vec<u8>, map: &Map) -> Result<(), NonFiniteFloat> {
+    let mut members: Vec<(&str, &Value)> = map.iter().collect();
+    members.sort_by(|a, b| cmp_keys(a.0, b.0));
+    out.push(b'{');
+    for (i, (k, item)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        write_canonical(out, item)?;
+    }
+    out.push(b'}');
     Ok(())
 }
 
@@ -215,20 +220,24 @@ pub fn write_line_form(out: &mut Vec<u8>, v: &Value) -> Result<(), NonFiniteFloa
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (k, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.extend_from_slice(b", ");
-                }
-                write_str(out, k);
-                out.extend_from_slice(b": ");
-                write_line_form(out, item)?;
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_line_form_map(out, map)?,
         scalar => write_canonical(out, scalar)?,
     }
+    Ok(())
+}
+
+/// Appends the on-disk form of an object (insertion order).
+pub fn write_line_form_map(out: &mut Vec<u8>, map: &Map) -> Result<(), NonFiniteFloat> {
+    out.push(b'{');
+    for (i, (k, item)) in map.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        write_str(out, k);
+        out.extend_from_slice(b": ");
+        write_line_form(out, item)?;
+    }
+    out.push(b'}');
     Ok(())
 }
 

@@ -152,7 +152,7 @@ impl AuditEvent {
     /// Fails when a float in `details` is NaN or infinite.
     pub fn validate(&self) -> Result<(), NonFiniteFloat> {
         let mut sink = Vec::new();
-        write_canonical(&mut sink, &Value::Object(self.details.clone())).map(|_| ())
+        crate::canon::write_canonical_map(&mut sink, &self.details)
     }
 }
 
@@ -175,13 +175,12 @@ pub(crate) fn encode_record(
     scratch: &mut Vec<u8>,
     line: &mut Vec<u8>,
 ) -> Result<String, NonFiniteFloat> {
-    let details = Value::Object(ev.details.clone());
     let result = ev.result.to_value();
     // Canonical form, members in sorted order:
     // details, machine_id, op, prev_hmac, request_id, result, seq, session_id, shim_version, ts.
     scratch.clear();
     scratch.extend_from_slice(b"{\"details\":");
-    write_canonical(scratch, &details)?;
+    crate::canon::write_canonical_map(scratch, &ev.details)?;
     scratch.extend_from_slice(b",\"machine_id\":");
     write_str(scratch, stamp.machine_id);
     scratch.extend_from_slice(b",\"op\":");
@@ -219,7 +218,7 @@ pub(crate) fn encode_record(
         line.extend_from_slice(b", \"op\": ");
         write_str(line, &ev.op);
         line.extend_from_slice(b", \"details\": ");
-        write_line_form(line, &details)?;
+        crate::canon::write_line_form_map(line, &ev.details)?;
         line.extend_from_slice(b", \"result\": ");
         write_line_form(line, &result)?;
         line.extend_from_slice(b", \"seq\": ");

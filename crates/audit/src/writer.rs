@@ -97,6 +97,22 @@ impl WriterConfig {
     }
 }
 
+/// Counters of the writer since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Records written (including rotation heads).
+    pub records: u64,
+    /// Writes made durable with one fsync each (group commits).
+    pub fsyncs: u64,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    size: AtomicU64,
+    records: AtomicU64,
+    fsyncs: AtomicU64,
+}
+
 /// What [`open_tail`] found at the end of an existing file.
 struct Tail {
     next_seq: u64,
@@ -116,7 +132,8 @@ struct Core {
     poisoned: bool,
     scratch: Vec<u8>,
     buf: Vec<u8>,
-    size_shared: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+    unsynced: u64,
 }
 
 fn open_err(path: &Path, e: &std::io::Error) -> AuditError {
@@ -197,11 +214,7 @@ fn first_ts(file: &mut File) -> Option<f64> {
 }
 
 impl Core {
-    fn open(
-        cfg: WriterConfig,
-        key: AuditKey,
-        size_shared: Arc<AtomicU64>,
-    ) -> Result<Self, AuditError> {
+    fn open(cfg: WriterConfig, key: AuditKey, shared: Arc<Shared>) -> Result<Self, AuditError> {
         let (dir, _) = files::split(&cfg.path);
         files::create_private_dirs(&dir).map_err(|e| open_err(&dir, &e))?;
         let lock = take_lock(&cfg.path)?;
@@ -227,7 +240,8 @@ impl Core {
             poisoned: false,
             scratch: Vec::with_capacity(4096),
             buf: Vec::with_capacity(64 * 1024),
-            size_shared,
+            shared,
+            unsynced: 0,
             cfg,
             key,
         };
@@ -251,7 +265,7 @@ impl Core {
                 core.flush()?;
             }
         }
-        core.size_shared.store(core.size, Ordering::Relaxed);
+        core.shared.size.store(core.size, Ordering::Relaxed);
         Ok(core)
     }
 
@@ -272,6 +286,7 @@ impl Core {
     fn fail(&mut self, e: &std::io::Error) -> AuditError {
         self.poisoned = true;
         self.buf.clear();
+        self.unsynced = 0;
         AuditError::Write {
             path: self.cfg.path.clone(),
             message: e.to_string(),
@@ -295,7 +310,12 @@ impl Core {
         }
         self.size += self.buf.len() as u64;
         self.buf.clear();
-        self.size_shared.store(self.size, Ordering::Relaxed);
+        self.shared.size.store(self.size, Ordering::Relaxed);
+        self.shared
+            .records
+            .fetch_add(self.unsynced, Ordering::Relaxed);
+        self.shared.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.unsynced = 0;
         Ok(())
     }
 
@@ -316,6 +336,7 @@ impl Core {
             self.first_ts = Some(ts);
         }
         self.next_seq += 1;
+        self.unsynced += 1;
         self.last_hmac = Some(hmac);
         Ok(seq)
     }
@@ -439,7 +460,7 @@ fn run_thread(mut core: Core, rx: mpsc::Receiver<Cmd>) {
 struct Inner {
     tx: mpsc::Sender<Cmd>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    size: Arc<AtomicU64>,
+    shared: Arc<Shared>,
     default_session: Mutex<String>,
     path: PathBuf,
 }
@@ -477,10 +498,10 @@ impl AuditLog {
     /// lock of 1.20 without waiting, checks the tail (1.12) and rotates it aside with reason
     /// `recovery` when it cannot be continued. Starts the writer thread.
     pub fn open(cfg: WriterConfig, key: AuditKey) -> Result<Self, AuditError> {
-        let size = Arc::new(AtomicU64::new(0));
+        let shared = Arc::new(Shared::default());
         let path = cfg.path.clone();
         let default_session = cfg.default_session.clone();
-        let core = Core::open(cfg, key, size.clone())?;
+        let core = Core::open(cfg, key, shared.clone())?;
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("audit-writer".to_owned())
@@ -490,7 +511,7 @@ impl AuditLog {
             inner: Arc::new(Inner {
                 tx,
                 thread: Mutex::new(Some(thread)),
-                size,
+                shared,
                 default_session: Mutex::new(default_session),
                 path,
             }),
@@ -504,7 +525,15 @@ impl AuditLog {
 
     /// Size in bytes of the current log file as last written (`STATUS.audit_log_bytes`).
     pub fn log_bytes(&self) -> u64 {
-        self.inner.size.load(Ordering::Relaxed)
+        self.inner.shared.size.load(Ordering::Relaxed)
+    }
+
+    /// Records written and fsyncs made so far; `records / fsyncs` is the mean group-commit size.
+    pub fn stats(&self) -> WriterStats {
+        WriterStats {
+            records: self.inner.shared.records.load(Ordering::Relaxed),
+            fsyncs: self.inner.shared.fsyncs.load(Ordering::Relaxed),
+        }
     }
 
     /// Changes the default session used by events without an explicit `session_id`.

@@ -60,3 +60,36 @@ fn sixty_four_tasks_times_one_thousand_records_make_one_clean_chain() {
         assert!(line.contains(&format!("\"session_id\": \"task-{}\"", owner[seq])));
     }
 }
+
+/// Group commit: concurrent appends share fsyncs (far fewer fsyncs than records), while a
+/// lone writer gets one fsync per record.
+#[test]
+fn concurrent_appends_share_fsyncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(&dir.path().join("audit.log"));
+    for i in 0..20 {
+        log.append_blocking(event(i)).unwrap();
+    }
+    let s = log.stats();
+    assert_eq!((s.records, s.fsyncs), (20, 20));
+    let threads: Vec<_> = (0..32)
+        .map(|t| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    log.append_blocking(event(t * 100 + i)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = log.stats();
+    assert_eq!(s.records, 20 + 32 * 50);
+    let batched = s.fsyncs - 20;
+    assert!(
+        batched * 4 < 32 * 50,
+        "{batched} fsyncs for 1600 concurrent records"
+    );
+}

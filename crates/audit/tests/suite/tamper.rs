@@ -313,3 +313,21 @@ fn truncation_is_reported_with_the_last_line_even_after_a_stop() {
         vec![("truncated", None, 20_000), ("parse_error", None, 2)]
     );
 }
+
+/// The parallel path (used from three cores up) reports exactly what the serial one does.
+#[test]
+fn parallel_and_serial_verification_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("audit.log");
+    shim_audit::testing::synthesize_log(&p, &key(), 30_000).unwrap();
+    let mut l = lines(&p);
+    l[12_345] = l[12_345].replace("\"offset\": 0", "\"offset\": 1");
+    l.remove(20_000);
+    l.swap(25_000, 25_001);
+    write_lines(&p, &l);
+    let serial = shim_audit::verify_file_threads(&p, &key(), 1).unwrap();
+    let parallel = shim_audit::verify_file_threads(&p, &key(), 4).unwrap();
+    assert!(!serial.is_clean());
+    assert_eq!(serial, parallel);
+    assert_eq!(kinds(&serial)[0], ("hmac_mismatch", Some(12_346), 12_346));
+}
