@@ -304,7 +304,10 @@ impl Control {
 
     /// The number of live children.
     pub(crate) fn live_children(&self) -> usize {
-        self.children.lock().map(|c| c.len()).unwrap_or(0)
+        self.children
+            .lock()
+            .map(|c| c.values().filter(|ch| !ch.handle.is_finished()).count())
+            .unwrap_or(0)
     }
 
     fn session_lock(&self, sid: &str) -> Arc<tokio::sync::Mutex<()>> {

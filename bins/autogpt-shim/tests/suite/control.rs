@@ -683,3 +683,47 @@ async fn children_share_the_machine_wide_work_limit() {
     let (code, _, err) = finish(child, T).await;
     assert_eq!(code, 0, "{err}");
 }
+
+#[tokio::test]
+async fn at_most_eight_children_run_at_once() {
+    let env = Env::new(PeerConfig::default()).await;
+    let home = env.dir.path().join("home");
+    for i in 0..9 {
+        std::fs::create_dir(home.join(format!("f{i}"))).unwrap();
+    }
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+    let mut data = Vec::new();
+    for i in 0..9 {
+        let sid = format!("s-{i}");
+        browse_and_attach(&conn, &sid, &format!("f{i}")).await;
+        let r = conn.request(activate(&sid, 1), T).await.unwrap();
+        if i < 8 {
+            assert_eq!(r.frame.message_type(), MessageType::SessionActivated);
+            data.push(env.next().await);
+        } else {
+            assert_eq!(error_code(&r.frame.message), "INTERNAL_ERROR");
+            match &r.frame.message {
+                Message::Error(e) => {
+                    assert_eq!(e.message, "Active local-executor session limit reached");
+                }
+                _ => unreachable!(),
+            }
+        }
+    }
+    // Detaching one frees a slot; the ninth binding was kept and can now start.
+    conn.request(detach("s-0"), T).await.unwrap();
+    data[0].closed(T).await.unwrap();
+    let r = conn.request(activate("s-8", 1), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionActivated);
+    let ninth = env.next().await;
+    assert_eq!(ninth.session_id.as_deref(), Some("s-8"));
+    env.assert_no_violations();
+    sigterm(&child);
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    for d in &data[1..] {
+        d.closed(T).await.unwrap();
+    }
+    env.verify_audit();
+}
