@@ -1101,3 +1101,7 @@ impl Control {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "control_tests.rs"]
+mod tests;

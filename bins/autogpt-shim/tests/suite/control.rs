@@ -727,3 +727,49 @@ async fn at_most_eight_children_run_at_once() {
     }
     env.verify_audit();
 }
+
+#[tokio::test]
+async fn a_revoked_child_stops_alone() {
+    let env = Env::new(PeerConfig::default()).await;
+    let home = env.dir.path().join("home");
+    std::fs::create_dir(home.join("A")).unwrap();
+    std::fs::create_dir(home.join("B")).unwrap();
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+    let ga = browse_and_attach(&conn, "s-a", "A").await;
+    browse_and_attach(&conn, "s-b", "B").await;
+    conn.request(activate("s-a", 1), T).await.unwrap();
+    let a = env.next().await;
+    conn.request(activate("s-b", 1), T).await.unwrap();
+    let b = env.next().await;
+    // The platform revokes chat A's data connection: only that child stops.
+    a.revoke(RevokeReason::AnotherShimConnected).unwrap();
+    a.closed(T).await.unwrap();
+    assert!(
+        env.peer
+            .next_connection(Duration::from_millis(600))
+            .await
+            .is_none()
+    );
+    b.request(Message::Ping(Empty {}), T).await.unwrap();
+    conn.request(Message::Ping(Empty {}), T).await.unwrap();
+    // Its binding remains: a restore starts a fresh child.
+    let r = conn
+        .request(restore("s-a", ga.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    let a2 = env.next().await;
+    assert_eq!(a2.session_id.as_deref(), Some("s-a"));
+    let records = env.audit_records();
+    let rev: Vec<_> = records
+        .iter()
+        .filter(|r| r["op"] == "SESSION_REVOKED")
+        .collect();
+    assert_eq!(rev.len(), 1);
+    assert_eq!(rev[0]["session_id"], "s-a");
+    env.assert_no_violations();
+    sigterm(&child);
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+}
