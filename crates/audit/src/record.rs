@@ -166,21 +166,54 @@ pub(crate) struct Stamp<'a> {
     pub prev_hmac: Option<&'a str>,
 }
 
+/// An event with its `details` and `result` already serialised (both forms). Callers build
+/// it on their own thread, so the writer thread only assembles, MACs and writes.
+pub(crate) struct Prepared {
+    pub op: String,
+    pub request_id: Option<String>,
+    pub details_canon: Vec<u8>,
+    pub details_line: Vec<u8>,
+    pub result_canon: Vec<u8>,
+    pub result_line: Vec<u8>,
+}
+
+impl Prepared {
+    /// Serialises; fails on NaN or an infinity in `details`.
+    pub(crate) fn new(ev: &AuditEvent) -> Result<Self, NonFiniteFloat> {
+        let result = ev.result.to_value();
+        let mut details_canon = Vec::with_capacity(256);
+        crate::canon::write_canonical_map(&mut details_canon, &ev.details)?;
+        let mut details_line = Vec::with_capacity(details_canon.len() + 32);
+        crate::canon::write_line_form_map(&mut details_line, &ev.details)?;
+        let mut result_canon = Vec::with_capacity(80);
+        write_canonical(&mut result_canon, &result)?;
+        let mut result_line = Vec::with_capacity(90);
+        write_line_form(&mut result_line, &result)?;
+        Ok(Self {
+            op: ev.op.clone(),
+            request_id: ev.request_id.clone(),
+            details_canon,
+            details_line,
+            result_canon,
+            result_line,
+        })
+    }
+}
+
 /// Builds one record: appends its line (with the final LF) to `line`, returns its hmac.
 /// `scratch` is a reusable buffer for the canonical form.
 pub(crate) fn encode_record(
-    ev: &AuditEvent,
+    ev: &Prepared,
     stamp: &Stamp<'_>,
     key: &AuditKey,
     scratch: &mut Vec<u8>,
     line: &mut Vec<u8>,
 ) -> Result<String, NonFiniteFloat> {
-    let result = ev.result.to_value();
     // Canonical form, members in sorted order:
     // details, machine_id, op, prev_hmac, request_id, result, seq, session_id, shim_version, ts.
     scratch.clear();
     scratch.extend_from_slice(b"{\"details\":");
-    crate::canon::write_canonical_map(scratch, &ev.details)?;
+    scratch.extend_from_slice(&ev.details_canon);
     scratch.extend_from_slice(b",\"machine_id\":");
     write_str(scratch, stamp.machine_id);
     scratch.extend_from_slice(b",\"op\":");
@@ -190,7 +223,7 @@ pub(crate) fn encode_record(
     scratch.extend_from_slice(b",\"request_id\":");
     opt_str(scratch, ev.request_id.as_deref());
     scratch.extend_from_slice(b",\"result\":");
-    write_canonical(scratch, &result)?;
+    scratch.extend_from_slice(&ev.result_canon);
     scratch.extend_from_slice(b",\"seq\":");
     scratch.extend_from_slice(stamp.seq.to_string().as_bytes());
     scratch.extend_from_slice(b",\"session_id\":");
@@ -218,9 +251,9 @@ pub(crate) fn encode_record(
         line.extend_from_slice(b", \"op\": ");
         write_str(line, &ev.op);
         line.extend_from_slice(b", \"details\": ");
-        crate::canon::write_line_form_map(line, &ev.details)?;
+        line.extend_from_slice(&ev.details_line);
         line.extend_from_slice(b", \"result\": ");
-        write_line_form(line, &result)?;
+        line.extend_from_slice(&ev.result_line);
         line.extend_from_slice(b", \"seq\": ");
         line.extend_from_slice(stamp.seq.to_string().as_bytes());
         line.extend_from_slice(b", \"prev_hmac\": ");

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::key::AuditKey;
 use crate::record::AuditEvent;
+use crate::record::Prepared;
 use crate::record::Stamp;
 use crate::record::encode_record;
 use crate::value::Map;
@@ -44,7 +45,8 @@ pub fn synthesize_log(path: &Path, key: &AuditKey, n: u64) -> std::io::Result<u6
     let mut total = 0u64;
     let t0 = 1_767_225_600.0;
     for seq in 1..=n {
-        let ev = sample_event(seq);
+        let ev =
+            Prepared::new(&sample_event(seq)).map_err(|e| std::io::Error::other(e.to_string()))?;
         line.clear();
         let stamp = Stamp {
             ts: t0 + seq as f64 * 0.001,

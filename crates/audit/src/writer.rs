@@ -26,6 +26,7 @@ use crate::parse;
 use crate::record::AuditEvent;
 use crate::record::NO_ID;
 use crate::record::OP_AUDIT_ROTATED;
+use crate::record::Prepared;
 use crate::record::Stamp;
 use crate::record::encode_record;
 use crate::value::Map;
@@ -320,7 +321,7 @@ impl Core {
     }
 
     /// Encodes one record into the buffer and advances the chain state.
-    fn push(&mut self, ev: &AuditEvent, session: &str) -> Result<u64, AuditError> {
+    fn push(&mut self, ev: &Prepared, session: &str) -> Result<u64, AuditError> {
         let ts = files::now_ts();
         let seq = self.next_seq;
         let stamp = Stamp {
@@ -370,13 +371,13 @@ impl Core {
             .with("previous_file", files::file_name(&target))
             .with("previous_last_seq", prev.as_ref().map(|p| p.0))
             .with("previous_last_hmac", prev.map(|p| p.1));
-        let head = AuditEvent::new(OP_AUDIT_ROTATED).details(details);
+        let head = Prepared::new(&AuditEvent::new(OP_AUDIT_ROTATED).details(details))?;
         self.push(&head, NO_ID)?;
         Ok(Some(target))
     }
 
     /// Appends a batch; one write and one fsync unless a rotation falls inside it.
-    fn append_batch(&mut self, batch: &[(AuditEvent, String)]) -> Vec<Result<u64, AuditError>> {
+    fn append_batch(&mut self, batch: &[(Prepared, String)]) -> Vec<Result<u64, AuditError>> {
         if self.poisoned {
             return batch.iter().map(|_| Err(AuditError::Poisoned)).collect();
         }
@@ -401,7 +402,11 @@ impl Core {
 
 /// A request to the writer thread.
 enum Cmd {
-    Append(AuditEvent, String, oneshot::Sender<Result<u64, AuditError>>),
+    Append(
+        Box<Prepared>,
+        String,
+        oneshot::Sender<Result<u64, AuditError>>,
+    ),
     Rotate(
         RotateReason,
         oneshot::Sender<Result<Option<PathBuf>, AuditError>>,
@@ -410,7 +415,7 @@ enum Cmd {
 }
 
 fn run_thread(mut core: Core, rx: mpsc::Receiver<Cmd>) {
-    let mut batch: Vec<(AuditEvent, String)> = Vec::new();
+    let mut batch: Vec<(Prepared, String)> = Vec::new();
     let mut replies: Vec<oneshot::Sender<Result<u64, AuditError>>> = Vec::new();
     let mut pending: Option<Cmd> = None;
     loop {
@@ -432,12 +437,12 @@ fn run_thread(mut core: Core, rx: mpsc::Receiver<Cmd>) {
                 let _ = reply.send(r);
             }
             Cmd::Append(ev, session, reply) => {
-                batch.push((ev, session));
+                batch.push((*ev, session));
                 replies.push(reply);
                 while batch.len() < MAX_BATCH {
                     match rx.try_recv() {
                         Ok(Cmd::Append(ev, session, reply)) => {
-                            batch.push((ev, session));
+                            batch.push((*ev, session));
                             replies.push(reply);
                         }
                         Ok(other) => {
@@ -547,7 +552,8 @@ impl AuditLog {
         &self,
         mut ev: AuditEvent,
     ) -> Result<oneshot::Receiver<Result<u64, AuditError>>, AuditError> {
-        ev.validate()?;
+        // Serialise details and result here, on the caller's thread.
+        let prepared = Box::new(Prepared::new(&ev)?);
         let session = match ev.session_id.take() {
             Some(s) => s,
             None => self
@@ -560,7 +566,7 @@ impl AuditLog {
         let (tx, rx) = oneshot::channel();
         self.inner
             .tx
-            .send(Cmd::Append(ev, session, tx))
+            .send(Cmd::Append(prepared, session, tx))
             .map_err(|_| AuditError::Closed)?;
         Ok(rx)
     }
