@@ -204,10 +204,32 @@ pub(crate) async fn finish(child: Child, timeout: Duration) -> (i32, String, Str
 
 /// Sends SIGTERM to the child.
 pub(crate) fn sigterm(child: &Child) {
-    let pid = child.id().unwrap();
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status();
+    let pid = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+    if let Some(pid) = pid {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+}
+
+/// Whether any process's command line contains `pattern` (like `pgrep -f`, without
+/// depending on procps).
+pub(crate) fn pgrep(pattern: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| {
+            let text: String = String::from_utf8_lossy(&c).replace('\0', " ");
+            text.contains(pattern)
+        })
 }
 
 pub(crate) fn error_code(m: &Message) -> String {

@@ -27,6 +27,7 @@ use crate::suite::harness::T;
 use crate::suite::harness::error_code;
 use crate::suite::harness::finish;
 use crate::suite::harness::ops;
+use crate::suite::harness::pgrep;
 use crate::suite::harness::sigterm;
 
 const SID: &str = "7d1e8c8e-1b9f-4d41-a0a8-52f0f7d3c0aa";
@@ -645,14 +646,6 @@ async fn sigkill_during_a_long_command_leaves_no_descendant() {
         }
     }
     assert!(gone, "a descendant survived SIGKILL of the daemon");
-}
-
-fn pgrep(pattern: &str) -> bool {
-    std::process::Command::new("pgrep")
-        .args(["-f", pattern])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
 }
 
 #[tokio::test]
