@@ -309,15 +309,17 @@ impl Runtime {
 
     /// One connection: connect, handshake, serve.
     async fn connection(&self) -> ConnEnd {
-        if let Some(control) = &self.control {
-            // 9.11: before HELLO, stop every child and forget every browse session.
-            control.on_reconnect().await;
-        }
         let url = self.url();
         let ws = match self.connect(&url).await {
             Ok(ws) => ws,
             Err(end) => return end,
         };
+        if let Some(control) = &self.control {
+            // 9.11: once the control connection is established and before HELLO, stop every
+            // child and forget every browse session (children keep running while the
+            // control connection is down).
+            control.on_reconnect().await;
+        }
         if let Err(end) = self
             .audit_or_fail("WS_CONNECTED", Map::new().with("url", url.as_str()))
             .await
