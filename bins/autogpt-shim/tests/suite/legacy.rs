@@ -925,3 +925,39 @@ async fn hello_ack_with_another_major_version_stops_cleanly() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn upgrade_401_uses_a_token_stored_meanwhile_without_refreshing() {
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.start_legacy(SID, &[]);
+    let first = env.next().await;
+    // Another process (e.g. `auth`) stored a new access token; the old one stops working.
+    {
+        use shim_auth::CredentialStore;
+        let store = shim_auth::EncryptedFileStore::with_params(
+            &env.dir.path().join("creds"),
+            shim_auth::Secret::new(crate::suite::harness::PASSPHRASE),
+            shim_auth::KdfParams::MIN_ACCEPTED,
+        )
+        .unwrap();
+        let dep = format!(
+            "autogpt-local-executor@{}",
+            crate::suite::harness::PLATFORM_URL
+        );
+        store
+            .set(
+                &shim_auth::account::access_token(&dep),
+                &shim_auth::Secret::new("rotated-access-token"),
+            )
+            .unwrap();
+    }
+    env.peer
+        .configure(|c| c.tokens = vec!["rotated-access-token".into()]);
+    first.close(4401, "Access token expired");
+    let second = env.next().await;
+    second.request(Message::Ping(Empty {}), T).await.unwrap();
+    assert_eq!(env.peer.token_requests("refresh_token"), 0);
+    assert!(env.peer.rejections().iter().any(|r| r.code == 401));
+    env.assert_no_violations();
+    drop(child);
+}
