@@ -773,3 +773,39 @@ async fn a_revoked_child_stops_alone() {
     let (code, _, err) = finish(child, T).await;
     assert_eq!(code, 0, "{err}");
 }
+
+#[tokio::test]
+async fn every_execution_type_is_refused_on_the_control_connection() {
+    let env = Env::new(PeerConfig::default()).await;
+    let _child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+    let types = [
+        ("FILE_READ", r#"{"path":"/tmp/x"}"#),
+        ("FILE_WRITE", r#"{"path":"/tmp/x","content":""}"#),
+        ("FILE_LIST", r#"{"path":"/tmp"}"#),
+        ("FILE_DELETE", r#"{"path":"/tmp/x"}"#),
+        ("FILE_MOVE", r#"{"src":"/tmp/x","dst":"/tmp/y"}"#),
+        ("EXECUTE_COMMAND", r#"{"argv":["true"]}"#),
+        ("SCREENSHOT_REQUEST", "{}"),
+        ("CLIPBOARD_READ", "{}"),
+        (
+            "LOCAL_LLM_COMPLETION",
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+        ),
+        ("RECORDING_FETCH", r#"{"recording_id":"rec_1"}"#),
+    ];
+    for (i, (ty, payload)) in types.iter().enumerate() {
+        let id = format!("c-{i}");
+        let text = format!(r#"{{"type":"{ty}","id":"{id}","ts":1.0,"payload":{payload}}}"#);
+        let r = conn
+            .expect_raw_reply(&id, MessageType::from_wire(ty).unwrap(), text, T)
+            .await
+            .unwrap();
+        assert_eq!(
+            error_code(&r.frame.message),
+            "FEATURE_NOT_SUPPORTED",
+            "{ty}"
+        );
+    }
+    env.assert_no_violations();
+}

@@ -961,3 +961,142 @@ async fn upgrade_401_uses_a_token_stored_meanwhile_without_refreshing() {
     env.assert_no_violations();
     drop(child);
 }
+
+/// Every request type this build does not serve, with a minimal valid payload.
+const UNSERVED: &[(&str, &str, &str)] = &[
+    ("SCREENSHOT_REQUEST", "{}", "computer_use"),
+    ("INPUT_ACTION", r#"{"action":"wait"}"#, "computer_use"),
+    ("CURSOR_POSITION_REQUEST", "{}", "computer_use"),
+    ("DISPLAY_INFO_REQUEST", "{}", "computer_use"),
+    ("WINDOW_LIST_REQUEST", "{}", "computer_use"),
+    ("WINDOW_FOCUS", r#"{"window_id":"win_1"}"#, "computer_use"),
+    ("APP_LIST_REQUEST", "{}", "computer_use"),
+    ("APP_LAUNCH", "{}", "computer_use"),
+    ("CLIPBOARD_READ", "{}", "computer_use"),
+    ("CLIPBOARD_WRITE", r#"{"content":"x"}"#, "computer_use"),
+    ("PERMISSIONS_CHECK_REQUEST", "{}", "computer_use"),
+    (
+        "LOCAL_LLM_COMPLETION",
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+        "local_llm",
+    ),
+    (
+        "REQUEST_RECORDING_CONSENT",
+        r#"{"mode":"demonstration"}"#,
+        "recording",
+    ),
+    ("STOP_RECORDING", r#"{"recording_id":"rec_1"}"#, "recording"),
+    (
+        "RECORDING_FETCH",
+        r#"{"recording_id":"rec_1"}"#,
+        "recording",
+    ),
+];
+
+#[tokio::test]
+async fn unserved_request_types_get_the_specified_refusal() {
+    let env = Env::new(PeerConfig::default()).await;
+    let _child = env.start_legacy(SID, &[]);
+    let conn = env.next().await;
+    for (i, (ty, payload, cap)) in UNSERVED.iter().enumerate() {
+        let id = format!("u-{i}");
+        let text = format!(r#"{{"type":"{ty}","id":"{id}","ts":1.0,"payload":{payload}}}"#);
+        let r = conn
+            .expect_raw_reply(&id, MessageType::from_wire(ty).unwrap(), text, T)
+            .await
+            .unwrap();
+        assert_eq!(
+            error_code(&r.frame.message),
+            "CAPABILITY_NOT_GRANTED",
+            "{ty}"
+        );
+        match &r.frame.message {
+            Message::Error(e) => {
+                assert_eq!(
+                    e.details.as_ref().unwrap()["required_capability"],
+                    *cap,
+                    "{ty}"
+                );
+            }
+            _ => unreachable!(),
+        }
+    }
+    env.assert_no_violations();
+}
+
+#[tokio::test]
+async fn file_and_command_error_paths() {
+    let env = Env::new(PeerConfig::default()).await;
+    let mut c = env.command(&[
+        "--allowed-root",
+        env.root.to_str().unwrap(),
+        "start",
+        "--session-id",
+        SID,
+        "--enable-shell",
+    ]);
+    c.env("AUTOGPT_SHIM_MAX_FILE_SIZE_BYTES", "16");
+    let _child = c.spawn().unwrap();
+    let conn = env.next().await;
+    let root = env.root.to_str().unwrap();
+    // Over max_file_size_bytes (min(local 16, platform 10 MiB)).
+    let r = conn
+        .request(write(&format!("{root}/big"), &"x".repeat(17)), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "FILE_TOO_LARGE");
+    // Bad base64.
+    let r = conn
+        .request(
+            Message::FileWrite(FileWrite {
+                path: format!("{root}/b64"),
+                content: "!!!".into(),
+                encoding: ContentEncoding::Base64,
+                create_parents: true,
+            }),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "INTERNAL_ERROR");
+    // Reading a directory.
+    let r = conn.request(read(root), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "INTERNAL_ERROR");
+    // NUL in a path.
+    let r = conn
+        .request(read(&format!("{root}/a\u{0}b")), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "PATH_INVALID_CHARS");
+    // Neither command nor argv.
+    let r = conn
+        .request(Message::ExecuteCommand(ExecuteCommand::default()), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "INTERNAL_ERROR");
+    // Both.
+    let r = conn
+        .request(
+            Message::ExecuteCommand(ExecuteCommand {
+                command: Some("true".into()),
+                argv: Some(vec!["true".into()]),
+                ..ExecuteCommand::default()
+            }),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "INTERNAL_ERROR");
+    // An unknown shell is an invalid frame, answered with its id.
+    let r = conn
+        .expect_raw_reply(
+            "sh-1",
+            MessageType::ExecuteCommand,
+            r#"{"type":"EXECUTE_COMMAND","id":"sh-1","ts":1.0,"payload":{"command":"true","shell":"fish"}}"#,
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "INTERNAL_ERROR");
+    env.assert_no_violations();
+}
