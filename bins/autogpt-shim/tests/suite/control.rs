@@ -809,3 +809,24 @@ async fn every_execution_type_is_refused_on_the_control_connection() {
     }
     env.assert_no_violations();
 }
+
+#[tokio::test]
+async fn sigint_stops_cleanly_with_children() {
+    let env = Env::new(PeerConfig::default()).await;
+    std::fs::create_dir(env.dir.path().join("home").join("P")).unwrap();
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+    browse_and_attach(&conn, SID, "P").await;
+    conn.request(activate(SID, 1), T).await.unwrap();
+    let data = env.next().await;
+    let pid = rustix::process::Pid::from_raw(child.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let (code, out, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Shim stopped."), "{out}");
+    assert_eq!(conn.closed(T).await.unwrap().map(|c| c.0), Some(1000));
+    assert_eq!(data.closed(T).await.unwrap().map(|c| c.0), Some(1000));
+    let o = ops(&env.audit_records());
+    assert_eq!(o.last().map(String::as_str), Some("SHIM_STOP"));
+    env.verify_audit();
+}
