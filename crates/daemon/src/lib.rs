@@ -14,6 +14,7 @@ pub mod demo;
 pub mod error;
 pub mod grant;
 pub mod handshake;
+pub mod harden;
 pub mod host;
 pub mod start;
 

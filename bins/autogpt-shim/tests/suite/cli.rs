@@ -153,3 +153,24 @@ async fn demo_plays_a_chat_and_verifies_its_audit_log() {
         assert!(out.contains(needle), "{needle} missing in:\n{out}");
     }
 }
+
+#[tokio::test]
+async fn the_daemon_runs_without_core_dumps() {
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.command(&["start"]).spawn().unwrap();
+    let _conn = env.next().await;
+    let pid = child.id().unwrap();
+    match std::fs::read_to_string(format!("/proc/{pid}/limits")) {
+        Ok(limits) => {
+            let core = limits
+                .lines()
+                .find(|l| l.starts_with("Max core file size"))
+                .unwrap();
+            let fields: Vec<&str> = core.split_whitespace().collect();
+            assert_eq!(&fields[4..6], &["0", "0"], "{core}");
+        }
+        // Not root: a non-dumpable process's /proc files belong to root, which is itself
+        // the hardening at work.
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}"),
+    }
+}
