@@ -117,13 +117,13 @@ pub enum Command {
     Revoke,
     /// Check the machine; not available in this build.
     Doctor,
-    /// Install the autostart entry; not available in this build.
+    /// Write the per-user autostart entry (systemd user unit on Linux/WSL2).
     Install {
         /// Start at login.
         #[arg(long)]
         at_login: bool,
     },
-    /// Remove the autostart entry; not available in this build.
+    /// Remove the autostart entry.
     Uninstall,
     /// Read, verify and export the audit log.
     #[command(subcommand)]

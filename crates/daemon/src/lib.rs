@@ -8,6 +8,7 @@
 //!   grants and fingerprints, host identity).
 //! * [`demo`]: the self-contained demo against the embedded loopback platform peer.
 
+pub mod autostart;
 pub mod cli;
 pub mod config;
 pub mod demo;
@@ -162,7 +163,57 @@ pub fn run(cli: Cli) -> u8 {
                     );
                 }
             }
-            let _ = writeln!(out, "Autostart: not available in this build.");
+            match autostart_entry(&sources) {
+                Some((platform, a)) => {
+                    let state = if a.file.is_file() {
+                        "installed"
+                    } else {
+                        "not installed"
+                    };
+                    let _ = writeln!(out, "Autostart entry ({platform}): {state}");
+                    let _ = writeln!(out, "  path: {}", a.file.display());
+                    let _ = writeln!(out, "  enable: {}", a.enable);
+                    let _ = writeln!(out, "  disable: {}", a.disable);
+                    for n in &a.notes {
+                        let _ = writeln!(out, "  note: {n}");
+                    }
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "Autostart entry: not supported on this platform by this build"
+                    );
+                }
+            }
+            EXIT_OK
+        }
+        Command::Install { .. } => install(&sources),
+        Command::Uninstall => {
+            let Some((_, a)) = autostart_entry(&sources) else {
+                let _ = writeln!(
+                    stderr,
+                    "Unsupported platform for autostart uninstall: {}",
+                    std::env::consts::OS
+                );
+                return EXIT_FAIL;
+            };
+            if a.file.is_file()
+                && let Err(e) = std::fs::remove_file(&a.file)
+            {
+                let _ = writeln!(stderr, "Cannot remove {}: {e}", a.file.display());
+                return EXIT_FAIL;
+            }
+            let mut out = std::io::stdout();
+            let _ = writeln!(
+                out,
+                "Removed autostart entry (or it was already absent): {}",
+                a.file.display()
+            );
+            let _ = writeln!(
+                out,
+                "If the service manager had registered it, run: {}",
+                a.disable
+            );
             EXIT_OK
         }
         Command::Audit(cmd) => {
@@ -211,11 +262,7 @@ pub fn run(cli: Cli) -> u8 {
                 }
             }
         }
-        Command::Auth
-        | Command::Revoke
-        | Command::Doctor
-        | Command::Install { .. }
-        | Command::Uninstall => {
+        Command::Auth | Command::Revoke | Command::Doctor => {
             let _ = writeln!(
                 stderr,
                 "This command is not available in this build of autogpt-shim yet."
@@ -223,6 +270,89 @@ pub fn run(cli: Cli) -> u8 {
             EXIT_FAIL
         }
     }
+}
+
+fn env_path(sources: &ConfigSources, name: &str) -> Option<std::path::PathBuf> {
+    sources
+        .env
+        .iter()
+        .find(|(k, v)| k == name && !v.is_empty())
+        .map(|(_, v)| std::path::PathBuf::from(v))
+}
+
+fn autostart_entry(sources: &ConfigSources) -> Option<(&'static str, autostart::Autostart)> {
+    let platform = host::platform()?;
+    let home = sources.home.clone()?;
+    let xdg = env_path(sources, "XDG_CONFIG_HOME");
+    autostart::for_platform(platform, &home, xdg.as_deref()).map(|a| (platform.as_str(), a))
+}
+
+/// `install` (5.4): writes the per-user service definition; never activates it.
+fn install(sources: &ConfigSources) -> u8 {
+    let mut stderr = std::io::stderr();
+    let Some((platform, a)) = autostart_entry(sources) else {
+        let _ = writeln!(
+            stderr,
+            "Unsupported platform for autostart install: {}",
+            std::env::consts::OS
+        );
+        return EXIT_FAIL;
+    };
+    let program = match std::env::current_exe().and_then(std::fs::canonicalize) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(stderr, "Cannot locate the running executable: {e}");
+            return EXIT_FAIL;
+        }
+    };
+    let config = match &sources.config_path {
+        Some(p) if p.is_absolute() => p.clone(),
+        Some(p) => sources.cwd.join(p),
+        None => match config::default_config_path(sources.home.as_deref(), sources) {
+            Some(p) => p,
+            None => {
+                let _ = writeln!(stderr, "Cannot determine the configuration file path.");
+                return EXIT_FAIL;
+            }
+        },
+    };
+    let Some(log_dir) = env_path(sources, "XDG_STATE_HOME")
+        .or_else(|| {
+            sources
+                .home
+                .as_ref()
+                .map(|h| h.join(".local").join("state"))
+        })
+        .map(|b| b.join("autogpt-local-executor"))
+    else {
+        let _ = writeln!(stderr, "Cannot determine the log directory.");
+        return EXIT_FAIL;
+    };
+    let unit = autostart::systemd_unit(
+        &program,
+        &config,
+        &log_dir.join("shim.out.log"),
+        &log_dir.join("shim.err.log"),
+    );
+    let written = std::fs::create_dir_all(&log_dir)
+        .and_then(|()| match a.file.parent() {
+            Some(d) => std::fs::create_dir_all(d),
+            None => Ok(()),
+        })
+        .and_then(|()| std::fs::write(&a.file, unit));
+    if let Err(e) = written {
+        let _ = writeln!(stderr, "Cannot write {}: {e}", a.file.display());
+        return EXIT_FAIL;
+    }
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "Wrote autostart entry: {}", a.file.display());
+    let _ = writeln!(out, "Platform: {platform}");
+    let _ = writeln!(out, "Enable: {}", a.enable);
+    let _ = writeln!(out, "Disable: {}", a.disable);
+    for n in &a.notes {
+        let _ = writeln!(out, "Note: {n}");
+    }
+    EXIT_OK
 }
 
 fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {

@@ -174,3 +174,64 @@ async fn the_daemon_runs_without_core_dumps() {
         Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}"),
     }
 }
+
+#[tokio::test]
+async fn install_status_uninstall_round_trip() {
+    let env = Env::new(PeerConfig::default()).await;
+    let unit = env
+        .dir
+        .path()
+        .join("config/systemd/user/autogpt-shim.service");
+    let (code, out, _) = finish(env.command(&["status"]).spawn().unwrap(), T).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Autostart entry (linux): not installed"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("  path: {}", unit.display())),
+        "{out}"
+    );
+    assert!(out.contains("  enable: systemctl --user enable --now autogpt-shim.service"));
+    assert!(out.contains("  note: "), "{out}");
+
+    let (code, out, err) =
+        finish(env.command(&["install", "--at-login"]).spawn().unwrap(), T).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!("Wrote autostart entry: {}", unit.display())),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&unit).unwrap();
+    let program = std::fs::canonicalize(env!("CARGO_BIN_EXE_autogpt-shim")).unwrap();
+    let config = env
+        .dir
+        .path()
+        .join("config/autogpt-local-executor/config.toml");
+    assert!(
+        text.contains(&format!(
+            "ExecStart=\"{}\" --config \"{}\" start",
+            program.display(),
+            config.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("RestartPreventExitStatus=77 78"));
+    assert!(env.dir.path().join("state/autogpt-local-executor").is_dir());
+    let (_, out, _) = finish(env.command(&["status"]).spawn().unwrap(), T).await;
+    assert!(
+        out.contains("Autostart entry (linux): installed")
+            || out.contains("Autostart entry (wsl2): installed"),
+        "{out}"
+    );
+
+    for _ in 0..2 {
+        let (code, out, _) = finish(env.command(&["uninstall"]).spawn().unwrap(), T).await;
+        assert_eq!(code, 0);
+        assert!(
+            out.contains("Removed autostart entry (or it was already absent)"),
+            "{out}"
+        );
+        assert!(!unit.exists());
+    }
+}
