@@ -293,7 +293,7 @@ fn install(sources: &ConfigSources) -> u8 {
     let Some((platform, a)) = autostart_entry(sources) else {
         let _ = writeln!(
             stderr,
-            "Unsupported platform for autostart install: {}",
+            "Unsupported platform for autostart install: {} (this build writes systemd user units for Linux and WSL2 only)",
             std::env::consts::OS
         );
         return EXIT_FAIL;
