@@ -1100,3 +1100,33 @@ async fn file_and_command_error_paths() {
     assert_eq!(error_code(&r.frame.message), "INTERNAL_ERROR");
     env.assert_no_violations();
 }
+
+#[tokio::test]
+async fn a_clean_disconnect_waits_the_base_delay() {
+    let env = Env::new(PeerConfig::default()).await;
+    let mut c = env.command(&[
+        "--allowed-root",
+        env.root.to_str().unwrap(),
+        "start",
+        "--session-id",
+        SID,
+    ]);
+    c.env("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "1.0");
+    c.env("AUTOGPT_SHIM_RECONNECT_MAX_DELAY", "5.0");
+    let _child = c.spawn().unwrap();
+    let first = env.next().await;
+    let closed_at = std::time::Instant::now();
+    first.close(1000, "");
+    let second = env.next().await;
+    let waited = closed_at.elapsed();
+    assert!(
+        waited >= Duration::from_millis(950),
+        "reconnected after {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(4),
+        "reconnected after {waited:?}"
+    );
+    second.request(Message::Ping(Empty {}), T).await.unwrap();
+    env.assert_no_violations();
+}
