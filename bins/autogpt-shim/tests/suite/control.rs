@@ -830,3 +830,33 @@ async fn sigint_stops_cleanly_with_children() {
     assert_eq!(o.last().map(String::as_str), Some("SHIM_STOP"));
     env.verify_audit();
 }
+
+#[tokio::test]
+async fn control_without_directory_browse_is_terminal() {
+    // 13.7: the platform's HELLO_ACK grants only `files` on the control connection.
+    let env = Env::new(PeerConfig {
+        ack: shim_platform_peer::AckConfig {
+            grant: Some(vec![Capability::Files]),
+            ..shim_platform_peer::AckConfig::default()
+        },
+        ..PeerConfig::default()
+    })
+    .await;
+    let child = start_control(&env, &[]);
+    let conn = control_conn(&env).await;
+    let closed = conn.closed(T).await.unwrap().unwrap();
+    assert_eq!(closed.0, 4426);
+    assert_eq!(
+        closed.1,
+        "Machine control requires protocol 1.1 and directory_browse"
+    );
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        env.peer
+            .next_connection(Duration::from_millis(600))
+            .await
+            .is_none()
+    );
+    env.assert_no_violations();
+}
