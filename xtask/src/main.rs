@@ -156,6 +156,7 @@ fn ci(root: &Path) -> Result<()> {
         let status = Command::new(cargo_bin())
             .args(["test", "--workspace"])
             .env("SHIM_REQUIRE_KEYRING", "1")
+            .env("SHIM_EXEC_REQUIRE_ZSH", "1")
             .status()
             .context("cannot run cargo test")?;
         check(status, "cargo test --workspace")
@@ -195,6 +196,20 @@ fn ci(root: &Path) -> Result<()> {
     })?;
     println!("xtask: all checks passed");
     Ok(())
+}
+
+/// The daemon's demo: the real daemon against the embedded loopback platform peer, with
+/// shell execution enabled so the chat includes a command.
+fn demo() -> Result<()> {
+    cargo(&[
+        "run",
+        "--quiet",
+        "-p",
+        "autogpt-shim",
+        "--",
+        "demo",
+        "--enable-shell",
+    ])
 }
 
 fn fuzz(root: &Path, target: &str, seconds: u64) -> Result<()> {
