@@ -97,14 +97,7 @@ fn run(cmd: Cmd) -> Result<()> {
     match cmd {
         Cmd::Demo => {
             ensure_packages(BUILD_PACKAGES)?;
-            cargo(&[
-                "run",
-                "--quiet",
-                "-p",
-                "shim-platform-peer",
-                "--example",
-                "demo",
-            ])
+            demo()
         }
         Cmd::Setup => setup(),
         Cmd::Test => {
@@ -184,16 +177,7 @@ fn ci(root: &Path) -> Result<()> {
         }
         Ok(())
     })?;
-    step("demo", || {
-        cargo(&[
-            "run",
-            "--quiet",
-            "-p",
-            "shim-platform-peer",
-            "--example",
-            "demo",
-        ])
-    })?;
+    step("demo", demo)?;
     println!("xtask: all checks passed");
     Ok(())
 }
