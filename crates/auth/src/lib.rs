@@ -8,12 +8,15 @@
 //! * [`MemoryStore`]: an in-memory double for tests.
 //! * [`open_store`] / [`open_store_from_env`]: backend selection (`AUTOGPT_SHIM_CREDENTIAL_STORE`).
 //! * [`tokens`]: OAuth tokens per deployment, with the legacy migration of 3.8.
+//! * [`oauth`]: login (authorization code + PKCE, loopback callback), refresh, revocation,
+//!   with fixed platform endpoints or an OpenID Connect issuer.
 //! * [`audit_key`]: loading (every command) and creating (`start` only) the audit key.
 //!
 //! See README.md for what this crate owns and must never do.
 
 pub mod account;
 pub mod audit_key;
+pub mod oauth;
 mod error;
 mod file_store;
 mod keychain;
