@@ -16,11 +16,11 @@
 
 pub mod account;
 pub mod audit_key;
-pub mod oauth;
 mod error;
 mod file_store;
 mod keychain;
 mod memory;
+pub mod oauth;
 mod secret;
 mod select;
 pub mod tokens;

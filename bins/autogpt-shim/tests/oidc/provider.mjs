@@ -46,7 +46,7 @@ provider.use(async (ctx, next) => {
   const path = ctx.path;
   await next();
   if (path === '/token') {
-    const grant = ctx.request.body?.grant_type ?? '?';
+    const grant = ctx.oidc?.params?.grant_type ?? '?';
     console.log(`EVENT token ${grant} ${ctx.status}`);
     const body = ctx.body;
     if (ctx.status === 200 && body && typeof body.id_token === 'string' && tamper !== 'none') {
@@ -64,7 +64,7 @@ provider.use(async (ctx, next) => {
       }
     }
   } else if (path === '/token/revocation') {
-    console.log(`EVENT revoke ${ctx.request.body?.token_type_hint ?? '?'} ${ctx.status}`);
+    console.log(`EVENT revoke ${ctx.oidc?.params?.token_type_hint ?? '?'} ${ctx.status}`);
   }
 });
 

@@ -5,3 +5,4 @@ mod cli;
 mod control;
 pub(crate) mod harness;
 mod legacy;
+mod oauth;

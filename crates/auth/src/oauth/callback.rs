@@ -62,7 +62,11 @@ impl Callback {
 
     /// Waits for the callback at most `timeout` in total; returns the authorization code.
     /// The listeners are closed when this returns.
-    pub(crate) async fn wait(self, state: &Secret, timeout: Duration) -> Result<Secret, OAuthError> {
+    pub(crate) async fn wait(
+        self,
+        state: &Secret,
+        timeout: Duration,
+    ) -> Result<Secret, OAuthError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let (tx, mut rx) = mpsc::channel::<Result<Secret, OAuthError>>(1);
         let mut conns: JoinSet<()> = JoinSet::new();

@@ -134,7 +134,10 @@ impl Endpoints {
         Ok(Endpoints {
             authorize: parse_url("authorization", &format!("{auth_base}/authorize"))?,
             token: parse_url("token", &format!("{base}/api/oauth/token"))?,
-            revoke: Some(parse_url("revocation", &format!("{base}/api/oauth/revoke"))?),
+            revoke: Some(parse_url(
+                "revocation",
+                &format!("{base}/api/oauth/revoke"),
+            )?),
             oidc: None,
         })
     }

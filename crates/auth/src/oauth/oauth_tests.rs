@@ -34,7 +34,10 @@ fn fixed_endpoints_follow_3_2() {
     );
     // platform_oauth_url moves /authorize only.
     let e = Endpoints::fixed("https://p.example", Some("https://login.example/oauth/")).unwrap();
-    assert_eq!(e.authorize.as_str(), "https://login.example/oauth/authorize");
+    assert_eq!(
+        e.authorize.as_str(),
+        "https://login.example/oauth/authorize"
+    );
     assert_eq!(e.token.as_str(), "https://p.example/api/oauth/token");
 }
 
@@ -67,12 +70,7 @@ fn callback_checks_run_in_the_specified_order() {
     assert_eq!(code.expose(), "c0de");
     // An error value cannot inject markup.
     assert_eq!(
-        decide(
-            "/callback",
-            "error=%3Cscript%3Ex&state=expected-state",
-            &st
-        )
-        .unwrap(),
+        decide("/callback", "error=%3Cscript%3Ex&state=expected-state", &st).unwrap(),
         Err(OAuthError::Denied("scriptx".into()))
     );
 }
@@ -80,7 +78,10 @@ fn callback_checks_run_in_the_specified_order() {
 #[test]
 fn error_descriptions_carry_only_oauth_error_fields() {
     assert_eq!(
-        describe(400, br#"{"error":"invalid_grant","error_description":"expired","access_token":"leak"}"#),
+        describe(
+            400,
+            br#"{"error":"invalid_grant","error_description":"expired","access_token":"leak"}"#
+        ),
         "HTTP 400 (invalid_grant: expired)"
     );
     assert_eq!(describe(500, b"<html>secret</html>"), "HTTP 500");
@@ -128,7 +129,11 @@ async fn the_wait_ignores_stray_requests_and_times_out() {
     assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 404"));
     assert_eq!(waiter.await.unwrap().err(), Some(OAuthError::Timeout));
     // The listener is closed afterwards.
-    assert!(tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err());
+    assert!(
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+    );
 }
 
 #[test]

@@ -92,12 +92,12 @@ pub(crate) async fn discover(
     let token = meta
         .token_endpoint()
         .ok_or_else(|| bad(issuer, "the discovery document names no token_endpoint"))?;
-    let token = url::Url::parse(token.as_str())
-        .map_err(|e| bad(issuer, format!("token_endpoint: {e}")))?;
+    let token =
+        url::Url::parse(token.as_str()).map_err(|e| bad(issuer, format!("token_endpoint: {e}")))?;
     let revoke = match &meta.additional_metadata().revocation_endpoint {
-        Some(r) => Some(
-            url::Url::parse(r).map_err(|e| bad(issuer, format!("revocation_endpoint: {e}")))?,
-        ),
+        Some(r) => {
+            Some(url::Url::parse(r).map_err(|e| bad(issuer, format!("revocation_endpoint: {e}")))?)
+        }
         None => None,
     };
     Ok(Discovered {
