@@ -1025,3 +1025,105 @@ async fn a_wrong_or_unreachable_discovery_document_fails_cleanly() {
     assert_eq!(stored(&env), (None, None));
     assert!(p.events().is_empty());
 }
+
+// ---------------------------------------------------------------------------------------
+// The OS keychain (Secret Service) instead of the encrypted file.
+
+const INSIDE_DBUS: &str = "SHIM_OAUTH_INSIDE_DBUS";
+
+fn have(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Re-runs `test` of this binary inside a private D-Bus session with an unlocked
+/// `gnome-keyring-daemon` and a fresh HOME; `false` when it ran there (the caller returns).
+fn reexec_inside_dbus(test: &str) -> bool {
+    if std::env::var_os(INSIDE_DBUS).is_some() {
+        return true;
+    }
+    let missing: Vec<&str> = ["dbus-run-session", "gnome-keyring-daemon"]
+        .into_iter()
+        .filter(|p| !have(p))
+        .collect();
+    if !missing.is_empty() {
+        assert!(
+            std::env::var("SHIM_REQUIRE_KEYRING").map_or(true, |v| v != "1"),
+            "SHIM_REQUIRE_KEYRING=1 but {missing:?} are not installed"
+        );
+        eprintln!(
+            "skipping {test}: {missing:?} not installed (apt-get install dbus gnome-keyring)"
+        );
+        return false;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("dbus-run-session")
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo -n pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1; exec \"$0\" \"$@\"",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(INSIDE_DBUS, "1")
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_RUNTIME_DIR", home.path())
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "inner test failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
+#[tokio::test]
+async fn login_start_and_revoke_with_the_os_keychain() {
+    if !reexec_inside_dbus("suite::oauth::login_start_and_revoke_with_the_os_keychain") {
+        return;
+    }
+    let env = oauth_env().await;
+    let port = 42_301;
+    let bus = std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap();
+    let keychain = |args: &[&str]| {
+        let mut c = cmd(&env, args, port);
+        c.env("AUTOGPT_SHIM_CREDENTIAL_STORE", "keychain")
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus);
+        c
+    };
+    let login = Login::start(keychain(&["auth", "--no-browser"])).await;
+    assert_eq!(browse(&login.url).await.0, 200);
+    let (code, out, err) = login.finish().await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("OS credential store"), "{out}");
+    // The items are in the Secret Service under the per-deployment accounts; the file has none.
+    let os = shim_auth::KeychainStore::new();
+    let d = dep(&env);
+    let access = os.get(&account::access_token(&d)).unwrap().unwrap();
+    assert!(access.expose().starts_with("at-"));
+    assert!(os.get(&account::refresh_token(&d)).unwrap().is_some());
+    assert_eq!(stored(&env), (None, None));
+    // `start` reads them from there.
+    let root = env.root.to_str().unwrap().to_owned();
+    let child = keychain(&["--allowed-root", &root, "start", "--session-id", SID])
+        .spawn()
+        .unwrap();
+    let conn = env.next().await;
+    conn.request(Message::Ping(Empty {}), T).await.unwrap();
+    sigterm(&child);
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    // `revoke` deletes both after revoking both.
+    let (code, out, err) = finish(keychain(&["revoke"]).spawn().unwrap(), T).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(env.peer.revocations().len(), 2);
+    assert!(os.get(&account::access_token(&d)).unwrap().is_none());
+    assert!(os.get(&account::refresh_token(&d)).unwrap().is_none());
+}
