@@ -487,8 +487,10 @@ impl Runtime {
                     "bad WebSocket URL: {e}"
                 ))))
             })?;
+            // The formatted value is zeroised when dropped; the header is marked sensitive.
+            let bearer = Secret::new(format!("Bearer {}", tok.expose()));
             let mut header: tungstenite::http::HeaderValue =
-                format!("Bearer {}", tok.expose()).parse().map_err(|_| {
+                bearer.expose().parse().map_err(|_| {
                     ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
                         "the stored access token is not a valid header value".into(),
                     )))

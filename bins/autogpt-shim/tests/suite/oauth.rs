@@ -1127,3 +1127,86 @@ async fn login_start_and_revoke_with_the_os_keychain() {
     assert!(os.get(&account::access_token(&d)).unwrap().is_none());
     assert!(os.get(&account::refresh_token(&d)).unwrap().is_none());
 }
+
+#[tokio::test]
+async fn a_retry_answered_403_after_one_refresh_is_terminal_77() {
+    let env = oauth_env().await;
+    let (a1, r1) = env.peer.issue_tokens();
+    put(&env, Some(&a1), Some(&r1));
+    // The token is expired (401), and the refreshed one meets a disabled feature (403).
+    env.peer.expire_access_token(&a1);
+    env.peer.configure(|c| c.feature_enabled = false);
+    let (code, _, err) = finish(start_legacy(&env, 42_181, &[]), T).await;
+    assert_eq!(code, 77, "{err}");
+    assert!(err.contains("after one refresh"), "{err}");
+    assert!(err.contains("403"), "{err}");
+    assert_eq!(env.peer.token_requests("refresh_token"), 1);
+    let codes: Vec<u16> = env.peer.rejections().iter().map(|r| r.code).collect();
+    assert_eq!(codes, vec![401, 403]);
+}
+
+#[tokio::test]
+async fn a_browser_that_cannot_be_opened_is_not_an_error() {
+    let env = oauth_env().await;
+    let port = 42_321;
+    // No xdg-open or any other opener on PATH: opening fails, the URL is printed anyway.
+    let mut c = cmd(&env, &["auth"], port);
+    c.env("PATH", env.dir.path().join("no-such-bin"));
+    let login = Login::start(c).await;
+    assert!(
+        login.printed.contains("Opening your browser"),
+        "{}",
+        login.printed
+    );
+    assert_eq!(browse(&login.url).await.0, 200);
+    let (code, out, err) = login.finish().await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(stored(&env).0.is_some());
+}
+
+#[tokio::test]
+async fn auth_and_revoke_configuration_and_store_errors() {
+    let env = oauth_env().await;
+    let port = 42_341;
+    // Invalid configuration: 78.
+    for (k, v) in [
+        ("AUTOGPT_SHIM_OAUTH_REDIRECT_PORT", "65530"),
+        ("AUTOGPT_SHIM_OAUTH_ISSUER", "ftp://issuer.example"),
+        ("AUTOGPT_SHIM_OAUTH_ISSUER", "http://issuer.example"),
+    ] {
+        for command in ["auth", "revoke"] {
+            let mut c = cmd(
+                &env,
+                &[command, "--no-browser"][..if command == "auth" { 2 } else { 1 }],
+                port,
+            );
+            c.env(k, v);
+            let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+            assert_eq!(code, 78, "{command} {k}={v}: {err}");
+            assert!(err.contains("Invalid configuration"), "{err}");
+        }
+    }
+    // No passphrase for the file backend: 1.
+    for command in ["auth", "revoke"] {
+        let mut c = cmd(&env, &[command], port);
+        c.env_remove("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE");
+        let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+        assert_eq!(code, 1, "{command}: {err}");
+        assert!(err.contains("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE"), "{err}");
+    }
+    // `revoke` that cannot read the store sends nothing and deletes nothing.
+    let (a1, r1) = env.peer.issue_tokens();
+    put(&env, Some(&a1), Some(&r1));
+    let before = std::fs::read(env.dir.path().join("creds").join(shim_auth::FILE_NAME)).unwrap();
+    let mut c = cmd(&env, &["revoke"], port);
+    c.env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", "wrong");
+    let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Revocation did not complete: cannot read the stored tokens"),
+        "{err}"
+    );
+    assert!(env.peer.revocations().is_empty());
+    let after = std::fs::read(env.dir.path().join("creds").join(shim_auth::FILE_NAME)).unwrap();
+    assert_eq!(before, after);
+}
