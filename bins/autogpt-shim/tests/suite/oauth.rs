@@ -1210,3 +1210,58 @@ async fn auth_and_revoke_configuration_and_store_errors() {
     let after = std::fs::read(env.dir.path().join("creds").join(shim_auth::FILE_NAME)).unwrap();
     assert_eq!(before, after);
 }
+
+#[tokio::test]
+async fn legacy_keychain_tokens_migrate_for_the_default_deployment_only() {
+    if !reexec_inside_dbus(
+        "suite::oauth::legacy_keychain_tokens_migrate_for_the_default_deployment_only",
+    ) {
+        return;
+    }
+    let env = oauth_env().await;
+    let bus = std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap();
+    let os = shim_auth::KeychainStore::new();
+    os.set(account::LEGACY_ACCESS_TOKEN, &Secret::new("legacy-at"))
+        .unwrap();
+    os.set(account::LEGACY_REFRESH_TOKEN, &Secret::new("legacy-rt"))
+        .unwrap();
+    let root = env.root.to_str().unwrap().to_owned();
+    let start = |platform: Option<&str>| {
+        let mut c = env.command(&["--allowed-root", &root, "start", "--session-id", SID]);
+        c.env("AUTOGPT_SHIM_CREDENTIAL_STORE", "keychain")
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus);
+        match platform {
+            Some(p) => c.env("AUTOGPT_SHIM_PLATFORM_URL", p),
+            None => c.env_remove("AUTOGPT_SHIM_PLATFORM_URL"),
+        };
+        c.spawn().unwrap()
+    };
+    // Another deployment ignores the legacy items: not authenticated, 77.
+    let (code, _, err) = finish(start(Some(&env.peer.http_base())), T).await;
+    assert_eq!(code, 77, "{err}");
+    assert!(err.contains("not authenticated for"), "{err}");
+    assert!(os.get(account::LEGACY_ACCESS_TOKEN).unwrap().is_some());
+    // The default deployment (platform_url unset; the WebSocket base points at the peer)
+    // copies them to its accounts, deletes them, and connects with the legacy access token.
+    env.peer.configure(|c| c.tokens = vec!["legacy-at".into()]);
+    let child = start(None);
+    let conn = env.next().await;
+    conn.request(Message::Ping(Empty {}), T).await.unwrap();
+    sigterm(&child);
+    let (code, _, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    let d = account::DEFAULT_DEPLOYMENT;
+    assert_eq!(
+        os.get(&account::access_token(d)).unwrap().unwrap().expose(),
+        "legacy-at"
+    );
+    assert_eq!(
+        os.get(&account::refresh_token(d))
+            .unwrap()
+            .unwrap()
+            .expose(),
+        "legacy-rt"
+    );
+    assert!(os.get(account::LEGACY_ACCESS_TOKEN).unwrap().is_none());
+    assert!(os.get(account::LEGACY_REFRESH_TOKEN).unwrap().is_none());
+}

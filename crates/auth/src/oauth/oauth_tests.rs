@@ -127,6 +127,15 @@ async fn the_wait_ignores_stray_requests_and_times_out() {
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await.unwrap();
     assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 404"));
+    // [::1] on the same port as well, when the host has IPv6 loopback.
+    if let Ok(mut s6) = tokio::net::TcpStream::connect(("::1", port)).await {
+        s6.write_all(b"GET /other HTTP/1.1\r\nhost: localhost\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        s6.read_to_end(&mut buf).await.unwrap();
+        assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 404"));
+    }
     assert_eq!(waiter.await.unwrap().err(), Some(OAuthError::Timeout));
     // The listener is closed afterwards.
     assert!(
