@@ -516,20 +516,25 @@ async fn invalid_grant_is_terminal_77_and_keeps_the_tokens() {
     let (a1, r1) = env.peer.issue_tokens();
     put(&env, Some(&a1), Some(&r1));
     env.peer.expire_access_token(&a1);
-    env.peer
-        .script_token_response(400, r#"{"error":"invalid_grant"}"#);
-    let child = start_legacy(&env, 42_181, &[]);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 77, "{err}");
-    assert!(
-        err.contains(
-            "Authentication failed: WebSocket authentication failed and the single token refresh failed"
-        ),
-        "{err}"
-    );
-    assert!(err.contains("invalid_grant"), "{err}");
-    assert_eq!(env.peer.token_requests("refresh_token"), 1);
-    assert_eq!(stored(&env), (Some(a1), Some(r1)));
+    for (status, body, want) in [
+        (400, r#"{"error":"invalid_grant"}"#, "invalid_grant"),
+        (401, r#"{"error":"invalid_client"}"#, "invalid_client"),
+        (200, "garbage at-leaky", "without a non-empty access_token"),
+    ] {
+        env.peer.script_token_response(status, body);
+        let (code, _, err) = finish(start_legacy(&env, 42_181, &[]), T).await;
+        assert_eq!(code, 77, "{err}");
+        assert!(
+            err.contains(
+                "Authentication failed: WebSocket authentication failed and the single token refresh failed"
+            ),
+            "{err}"
+        );
+        assert!(err.contains(want), "{err}");
+        assert!(!err.contains("at-leaky"), "{err}");
+        assert_eq!(stored(&env), (Some(a1.clone()), Some(r1.clone())));
+    }
+    assert_eq!(env.peer.token_requests("refresh_token"), 3);
 }
 
 #[tokio::test]
