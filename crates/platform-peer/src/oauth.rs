@@ -48,6 +48,8 @@ pub(crate) struct OAuthState {
     pub(crate) scripted_revoke: VecDeque<Scripted>,
     pub(crate) revocations: Vec<(String, String)>,
     pub(crate) deny_authorization: bool,
+    /// Every `code_verifier` received (a secrets-hygiene test looks for them in the output).
+    pub(crate) code_verifiers: Vec<String>,
 }
 
 impl OAuthState {
@@ -207,6 +209,9 @@ fn token(body: &[u8], shared: &Shared) -> Response<Body> {
         ));
     }
     if grant == "authorization_code" {
+        if let Some(v) = get("code_verifier") {
+            oauth.code_verifiers.push(v.to_owned());
+        }
         let Some(g) = get("code").and_then(|c| oauth.codes.remove(c)) else {
             return json_error(400, "invalid_grant");
         };

@@ -261,6 +261,15 @@ impl Peer {
             .unwrap_or_default()
     }
 
+    /// Every PKCE `code_verifier` the token endpoint received.
+    pub fn code_verifiers(&self) -> Vec<String> {
+        self.shared
+            .oauth
+            .lock()
+            .map(|o| o.code_verifiers.clone())
+            .unwrap_or_default()
+    }
+
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         self.addr

@@ -771,10 +771,14 @@ async fn no_secret_appears_in_anything_the_binary_prints_or_logs() {
     captured.push_str(&out);
     captured.push_str(&err);
     captured.push_str(&std::fs::read_to_string(env.audit_log()).unwrap());
+    let verifiers = env.peer.code_verifiers();
+    assert_eq!(verifiers.len(), 1);
+    assert_eq!(verifiers[0].len(), 86);
     assert!(captured.contains("Authentication succeeded"));
     assert!(captured.contains("access token refreshed"));
     for (name, secret) in [
         ("authorization code", code_value.as_str()),
+        ("PKCE verifier", verifiers[0].as_str()),
         ("first access token", a1.as_str()),
         ("first refresh token", r1.as_str()),
         ("second access token", a2.as_str()),
