@@ -72,16 +72,19 @@ impl Callback {
         let mut conns: JoinSet<()> = JoinSet::new();
         let outcome = loop {
             tokio::select! {
-                r = self.v4.accept() => {
-                    if let Ok((s, _)) = r {
+                r = self.v4.accept() => match r {
+                    Ok((s, _)) => {
                         conns.spawn(serve(s, state.clone(), tx.clone()));
                     }
-                }
-                r = accept_opt(self.v6.as_ref()) => {
-                    if let Ok((s, _)) = r {
+                    // E.g. out of file descriptors: do not spin.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                },
+                r = accept_opt(self.v6.as_ref()) => match r {
+                    Ok((s, _)) => {
                         conns.spawn(serve(s, state.clone(), tx.clone()));
                     }
-                }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                },
                 Some(o) = rx.recv() => break o,
                 () = tokio::time::sleep_until(deadline) => break Err(OAuthError::Timeout),
                 Some(_) = conns.join_next(), if !conns.is_empty() => {}
