@@ -75,7 +75,7 @@ enum Cmd {
     },
     /// Run a benchmark that prints figures.
     Bench {
-        /// Which: audit.
+        /// Which: audit, e2e.
         what: String,
     },
 }
@@ -118,7 +118,25 @@ fn run(cmd: Cmd) -> Result<()> {
                 "--example",
                 "bench_audit",
             ]),
-            other => bail!("unknown benchmark {other:?}; known: audit"),
+            "e2e" => {
+                // The daemon as users run it: the release binary, driven over loopback.
+                cargo(&["build", "--release", "-p", "autogpt-shim"])?;
+                let target = std::env::var_os("CARGO_TARGET_DIR")
+                    .map_or_else(|| root.join("target"), std::path::PathBuf::from);
+                let bin = target.join("release").join("autogpt-shim");
+                let bin = bin.to_str().context("the target path is not UTF-8")?;
+                cargo(&[
+                    "run",
+                    "--release",
+                    "-p",
+                    "shim-daemon",
+                    "--example",
+                    "bench_e2e",
+                    "--",
+                    bin,
+                ])
+            }
+            other => bail!("unknown benchmark {other:?}; known: audit, e2e"),
         },
     }
 }
