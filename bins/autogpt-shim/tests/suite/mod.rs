@@ -3,5 +3,6 @@
 
 mod cli;
 mod control;
+mod edge;
 pub(crate) mod harness;
 mod legacy;
