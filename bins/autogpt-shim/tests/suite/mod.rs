@@ -6,3 +6,4 @@ mod control;
 mod edge;
 pub(crate) mod harness;
 mod legacy;
+mod oauth;
