@@ -763,3 +763,48 @@ async fn control_without_directory_browse_is_terminal() {
     env.assert_no_connection(Duration::from_millis(600)).await;
     env.assert_no_violations();
 }
+
+#[tokio::test]
+async fn a_newer_grant_replaces_a_live_child() {
+    // 13.17: restore with a newer grant for a live child stops it once and starts one
+    // child with the new binding.
+    let env = Env::new(PeerConfig::default()).await;
+    env.home_dirs(&["A", "B"]);
+    let (child, conn) = start(&env, &[]).await;
+    let g1 = browse_and_attach(&conn, SID, "A").await;
+    let g2 = browse_and_attach(&conn, SID, "B").await;
+    assert_eq!(g2.revision, 2);
+    // Forget the binding, then bring the session back at revision 1 with a live child.
+    conn.request(detach(SID), T).await.unwrap();
+    let r = conn
+        .request(restore(SID, g1.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    let old = env.next().await;
+    assert_eq!(
+        old.hello.allowed_root.as_deref(),
+        Some(g1.allowed_root.as_str())
+    );
+    let r = conn
+        .request(restore(SID, g2.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    match &r.frame.message {
+        Message::SessionRestored(s) => {
+            assert_eq!(s.revision, 2);
+            assert_eq!(s.allowed_root, g2.allowed_root);
+        }
+        other => panic!("{other:?}"),
+    }
+    old.closed(T).await.unwrap();
+    let new = env.next().await;
+    assert_eq!(
+        new.hello.allowed_root.as_deref(),
+        Some(g2.allowed_root.as_str())
+    );
+    env.assert_no_connection(Duration::from_millis(500)).await;
+    new.request(Message::Ping(Empty {}), T).await.unwrap();
+    env.assert_no_violations();
+    env.stop(child).await;
+}
