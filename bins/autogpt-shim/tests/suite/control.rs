@@ -103,6 +103,18 @@ async fn activate_child(env: &Env, conn: &Connection, sid: &str) -> Connection {
     env.next().await
 }
 
+/// Starts the daemon, then attaches `SID` to folder A (revision 1) and re-attaches it to
+/// folder B (revision 2, 13.12); returns both attachments.
+async fn two_revisions(env: &Env) -> (Child, Connection, SessionAttached, SessionAttached) {
+    env.home_dirs(&["A", "B"]);
+    let (child, conn) = start(env, &[]).await;
+    let g1 = browse_and_attach(&conn, SID, "A").await;
+    let g2 = browse_and_attach(&conn, SID, "B").await;
+    assert_eq!(g2.revision, 2);
+    assert_ne!(g1.allowed_root, g2.allowed_root);
+    (child, conn, g1, g2)
+}
+
 /// Browses home → `name`, attaches `sid` there.
 async fn browse_and_attach(conn: &Connection, sid: &str, name: &str) -> SessionAttached {
     let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
@@ -426,13 +438,9 @@ async fn attach_activate_data_detach_restore() {
 #[tokio::test]
 async fn reattach_replaced_folder_and_reconnect_invalidation() {
     let env = Env::new(PeerConfig::default()).await;
-    let home = env.home_dirs(&["A", "B"]);
-    let (child, conn) = start(&env, &[]).await;
-    let a1 = browse_and_attach(&conn, SID, "A").await;
     // 13.12: re-attaching to another folder yields revision 2 and the new root.
-    let a2 = browse_and_attach(&conn, SID, "B").await;
-    assert_eq!(a2.revision, 2);
-    assert_ne!(a1.allowed_root, a2.allowed_root);
+    let (child, conn, _, _) = two_revisions(&env).await;
+    let home = env.dir.path().join("home");
     // A consumed browse's references fail (13.11).
     let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
     let bid = top.browse_id.as_str().to_owned();
@@ -548,11 +556,7 @@ async fn control_revocation_stops_children_and_the_process() {
 #[tokio::test]
 async fn restore_rules_for_revisions_and_live_children() {
     let env = Env::new(PeerConfig::default()).await;
-    env.home_dirs(&["A", "B"]);
-    let (child, conn) = start(&env, &[]).await;
-    let g1 = browse_and_attach(&conn, SID, "A").await;
-    let g2 = browse_and_attach(&conn, SID, "B").await;
-    assert_eq!(g2.revision, 2);
+    let (child, conn, g1, g2) = two_revisions(&env).await;
     // An older grant than the binding → SESSION_REVISION_MISMATCH with current_revision.
     let r = conn
         .request(restore(SID, g1.root_grant.as_str()), T)
@@ -769,11 +773,7 @@ async fn a_newer_grant_replaces_a_live_child() {
     // 13.17: restore with a newer grant for a live child stops it once and starts one
     // child with the new binding.
     let env = Env::new(PeerConfig::default()).await;
-    env.home_dirs(&["A", "B"]);
-    let (child, conn) = start(&env, &[]).await;
-    let g1 = browse_and_attach(&conn, SID, "A").await;
-    let g2 = browse_and_attach(&conn, SID, "B").await;
-    assert_eq!(g2.revision, 2);
+    let (child, conn, g1, g2) = two_revisions(&env).await;
     // Forget the binding, then bring the session back at revision 1 with a live child.
     conn.request(detach(SID), T).await.unwrap();
     let r = conn
