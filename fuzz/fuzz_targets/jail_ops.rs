@@ -3,7 +3,8 @@
 //! then random operations on paths assembled from tokens. Invariant after every
 //! operation: nothing outside the root was created, changed or deleted; no outside secret
 //! was read; every reported path is inside; every refusal carries a specified code, and a
-//! path that can only be outside is refused with PATH_OUTSIDE_ALLOWED_ROOT.
+//! path that can only be outside is refused with PATH_OUTSIDE_ALLOWED_ROOT. The vocabulary
+//! and the invariants are shared with the property test (`shim_jail::testing`).
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -14,77 +15,24 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use shim_jail::DeleteOptions;
 use shim_jail::JailConfig;
-use shim_jail::JailError;
 use shim_jail::JailRoot;
 use shim_jail::ListOptions;
 use shim_jail::MoveOptions;
 use shim_jail::ReadFormat;
 use shim_jail::ReadOptions;
 use shim_jail::WriteOptions;
-use shim_protocol::ErrorCode;
-
-const SECRET: &str = "SECRET-OUTSIDE";
-const SPOTS: &[&str] = &[
-    "a", "b", "l1", "l2", "a/c.txt", "a/d", "a/l3", "b/e", "a/d/f",
-];
-const TARGETS: &[&str] = &[
-    "a",
-    "b",
-    "c.txt",
-    "l2",
-    "l1",
-    "nowhere",
-    "..",
-    "../..",
-    ".",
-    "/",
-    "a/d",
-    "{O}",
-    "{O}/secret.txt",
-    "{O}/deep",
-    "{O}/nope",
-    "{O}/back",
-    "{O}/back/a",
-    "{O}/to_secret",
-    "{R}",
-    "{R}/a",
-    "{R}/l1",
-    "{T}/root/../outside/secret.txt",
-    "../outside/secret.txt",
-    "../../outside",
-    "/proc/self/root{R}/a",
-    "d/../../..",
-    "l3/..",
-];
-const TOKENS: &[&str] = &[
-    "a",
-    "b",
-    "c.txt",
-    "d",
-    "e",
-    "f",
-    "l1",
-    "l2",
-    "l3",
-    "..",
-    ".",
-    "",
-    "new",
-    "outside",
-    "root",
-    "secret.txt",
-    "back",
-    "deep",
-    "to_secret",
-    "CON",
-    "x\0y",
-    "~",
-];
+use shim_jail::testing::Base;
+use shim_jail::testing::Layout;
+use shim_jail::testing::Node;
+use shim_jail::testing::PlanPath;
+use shim_jail::testing::SECRET;
+use shim_jail::testing::SPOTS;
+use shim_jail::testing::TARGETS;
+use shim_jail::testing::TOKENS;
+use shim_jail::testing::check_result;
 
 struct Fx {
-    r: PathBuf,
-    root: PathBuf,
-    outside: PathBuf,
+    l: Layout,
     before: BTreeMap<PathBuf, (u64, Vec<u8>, bool)>,
 }
 
@@ -94,30 +42,14 @@ fn fixture() -> &'static Fx {
         let r = std::env::temp_dir().join(format!("jail-fuzz-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&r);
         std::fs::create_dir_all(&r).unwrap();
-        let r = std::fs::canonicalize(&r).unwrap();
-        let root = r.join("root");
-        let outside = r.join("outside");
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::create_dir_all(outside.join("deep")).unwrap();
-        std::fs::create_dir_all(r.join("rootx")).unwrap();
-        std::fs::write(outside.join("secret.txt"), SECRET).unwrap();
-        std::fs::write(outside.join("deep/s2.txt"), SECRET).unwrap();
-        std::fs::write(outside.join("hl.txt"), "HARDLINK").unwrap();
-        std::os::unix::fs::symlink(&root, outside.join("back")).unwrap();
-        std::os::unix::fs::symlink(outside.join("secret.txt"), outside.join("to_secret")).unwrap();
-        let mut fx = Fx {
-            r,
-            root,
-            outside,
-            before: BTreeMap::new(),
-        };
-        fx.before = state(&fx);
-        fx
+        let l = Layout::create(&r);
+        let before = state(&l);
+        Fx { l, before }
     })
 }
 
 /// Everything under R except the root's children: (ino, content, is_link).
-fn state(fx: &Fx) -> BTreeMap<PathBuf, (u64, Vec<u8>, bool)> {
+fn state(l: &Layout) -> BTreeMap<PathBuf, (u64, Vec<u8>, bool)> {
     use std::os::unix::fs::MetadataExt;
     fn walk(p: &Path, root: &Path, out: &mut BTreeMap<PathBuf, (u64, Vec<u8>, bool)>) {
         let Ok(m) = std::fs::symlink_metadata(p) else {
@@ -145,7 +77,7 @@ fn state(fx: &Fx) -> BTreeMap<PathBuf, (u64, Vec<u8>, bool)> {
         out.insert(p.to_path_buf(), (m.ino(), content, ft.is_symlink()));
     }
     let mut out = BTreeMap::new();
-    walk(&fx.r, &fx.root, &mut out);
+    walk(&l.r, &l.root, &mut out);
     out
 }
 
@@ -164,45 +96,24 @@ impl Input<'_> {
     }
 }
 
-struct P {
-    wire: String,
-    surely_outside: bool,
-}
-
-fn path(fx: &Fx, inp: &mut Input<'_>) -> Option<P> {
+fn path(inp: &mut Input<'_>) -> Option<PlanPath> {
     let b = inp.byte()?;
-    let (mut wire, base) = match b % 8 {
-        0 => (fx.r.to_str().unwrap().to_owned(), 1),
-        1 => (fx.outside.to_str().unwrap().to_owned(), 2),
-        2 => (String::new(), 3),
-        _ => (fx.root.to_str().unwrap().to_owned(), 0),
+    let base = match b % 8 {
+        0 => Base::Parent,
+        1 => Base::Outside,
+        2 => Base::Slash,
+        _ => Base::Root,
     };
     let n = usize::from(b >> 3) % 6;
     let mut toks = Vec::new();
     for _ in 0..n {
-        let t = inp.pick(TOKENS)?;
-        toks.push(t);
-        wire.push('/');
-        wire.push_str(t);
+        toks.push(inp.pick(TOKENS)?);
     }
-    let clean: Vec<_> = toks.iter().filter(|t| !matches!(**t, "." | "")).collect();
-    let nul = toks.iter().any(|t| t.contains('\0'));
-    let surely_outside = !nul
-        && match base {
-            1 => clean
-                .first()
-                .is_none_or(|t| !matches!(**t, "root" | "outside" | "..")),
-            2 => !clean.iter().any(|t| matches!(**t, ".." | "back")),
-            _ => false,
-        };
-    Some(P {
-        wire,
-        surely_outside,
-    })
+    Some(PlanPath { base, toks })
 }
 
-fn reset(fx: &Fx, inp: &mut Input<'_>) {
-    for e in std::fs::read_dir(&fx.root).unwrap() {
+fn reset(l: &Layout, inp: &mut Input<'_>) {
+    for e in std::fs::read_dir(&l.root).unwrap() {
         let p = e.unwrap().path();
         let m = std::fs::symlink_metadata(&p).unwrap();
         if m.is_dir() {
@@ -211,85 +122,39 @@ fn reset(fx: &Fx, inp: &mut Input<'_>) {
             std::fs::remove_file(&p).unwrap();
         }
     }
-    let sub = |t: &str| {
-        t.replace("{O}", fx.outside.to_str().unwrap())
-            .replace("{R}", fx.root.to_str().unwrap())
-            .replace("{T}", fx.r.to_str().unwrap())
-    };
     let n = inp.byte().map_or(0, |b| b % 14);
     for _ in 0..n {
         let (Some(kind), Some(spot)) = (inp.byte(), inp.pick(SPOTS)) else {
             return;
         };
-        let at = fx.root.join(spot);
-        // The harness itself must not write through links it planted: only build under
-        // real directories, and never open an existing name.
-        let parent_real = at
-            .parent()
-            .and_then(|p| std::fs::symlink_metadata(p).ok())
-            .is_some_and(|m| m.is_dir());
-        if !parent_real {
-            continue;
-        }
-        let _ = match kind % 4 {
-            0 => std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&at)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, b"inside")),
-            1 => std::fs::create_dir(&at),
+        let node = match kind % 4 {
+            0 => Node::File(spot),
+            1 => Node::Dir(spot),
             2 => match inp.pick(TARGETS) {
-                Some(t) => std::os::unix::fs::symlink(sub(t), &at),
+                Some(t) => Node::Link(spot, t),
                 None => return,
             },
-            _ => std::fs::hard_link(fx.outside.join("hl.txt"), &at),
+            _ => Node::HardLink(spot),
         };
-    }
-}
-
-fn check<T>(r: &Result<T, JailError>, first: &P) {
-    if let Err(e) = r {
-        assert!(
-            matches!(
-                e.code(),
-                ErrorCode::PathOutsideAllowedRoot
-                    | ErrorCode::PathInvalidChars
-                    | ErrorCode::PathNotFound
-                    | ErrorCode::PathExists
-                    | ErrorCode::PathNotEmpty
-                    | ErrorCode::FileTooLarge
-                    | ErrorCode::InternalError
-            ),
-            "unexpected code {}",
-            e.code()
-        );
-        assert!(!e.to_string().contains(SECRET));
-    }
-    if first.surely_outside {
-        let code = r.as_ref().err().map(JailError::code);
-        assert_eq!(
-            code,
-            Some(ErrorCode::PathOutsideAllowedRoot),
-            "{:?}",
-            first.wire
-        );
+        l.plant(node);
     }
 }
 
 fuzz_target!(|data: &[u8]| {
     let fx = fixture();
     let mut inp = Input { data };
-    reset(fx, &mut inp);
+    let l = &fx.l;
+    reset(l, &mut inp);
     let cfg = JailConfig {
         max_file_size_bytes: 64,
         ..JailConfig::default()
     };
-    let jail = JailRoot::open(&fx.root, cfg, shim_jail::ambient_authority()).unwrap();
+    let jail = JailRoot::open(&l.root, cfg, shim_jail::ambient_authority()).unwrap();
     let rp = jail.root_path().to_owned();
-    let inside = |p: &str| p == rp || p.starts_with(&format!("{rp}/"));
+    let inside = |p: &str| l.reports_inside(&rp, p);
     for _ in 0..16 {
         let Some(op) = inp.byte() else { break };
-        let Some(p) = path(fx, &mut inp) else { break };
+        let Some(p) = path(&mut inp) else { break };
         let flag = op & 0x10 != 0;
         let flag2 = op & 0x20 != 0;
         match op % 7 {
@@ -303,30 +168,30 @@ fuzz_target!(|data: &[u8]| {
                     offset: u64::from(op >> 6),
                     length: if flag2 { Some(8) } else { None },
                 };
-                let r = jail.read(&p.wire, &o);
+                let r = jail.read(&p.wire(l), &o);
                 if let Ok(v) = &r {
                     assert!(!v.content.contains(SECRET) && !v.content.contains("U0VDUkVU"));
                     assert!(inside(&v.path));
                 }
-                check(&r, &p);
+                check_result(&r, &p, l, "");
             }
             1 => {
                 let o = WriteOptions {
                     create_parents: flag,
                     ..Default::default()
                 };
-                let r = jail.write(&p.wire, if flag2 { "w" } else { "written content" }, &o);
+                let r = jail.write(&p.wire(l), if flag2 { "w" } else { "written content" }, &o);
                 if let Ok(v) = &r {
                     assert!(inside(&v.path));
                 }
-                check(&r, &p);
+                check_result(&r, &p, l, "");
             }
             2 => {
-                let r = jail.stat(&p.wire, flag);
+                let r = jail.stat(&p.wire(l), flag);
                 if let Ok(Some(v)) = &r {
                     assert!(inside(&v.path));
                 }
-                check(&r, &p);
+                check_result(&r, &p, l, "");
             }
             3 => {
                 let o = ListOptions {
@@ -335,30 +200,30 @@ fuzz_target!(|data: &[u8]| {
                     max_entries: 50,
                     glob: None,
                 };
-                let r = jail.list(&p.wire, &o);
+                let r = jail.list(&p.wire(l), &o);
                 if let Ok(v) = &r {
                     assert!(v.entries.iter().all(|e| inside(&e.path)));
                 }
-                check(&r, &p);
+                check_result(&r, &p, l, "");
             }
             4 | 5 => {
                 let o = DeleteOptions {
                     recursive: flag,
                     missing_ok: flag2,
                 };
-                check(&jail.delete(&p.wire, &o), &p);
+                check_result(&jail.delete(&p.wire(l), &o), &p, l, "");
             }
             _ => {
-                let Some(q) = path(fx, &mut inp) else { break };
-                let r = jail.rename(&p.wire, &q.wire, &MoveOptions { overwrite: flag });
+                let Some(q) = path(&mut inp) else { break };
+                let r = jail.rename(&p.wire(l), &q.wire(l), &MoveOptions { overwrite: flag });
                 if let Ok(v) = &r {
                     assert!(inside(&v.src) && inside(&v.dst));
                 }
-                check(&r, &p);
+                check_result(&r, &p, l, "");
             }
         }
-        assert!(fx.root.is_dir(), "the root survived");
-        let now = state(fx);
+        assert!(l.root.is_dir(), "the root survived");
+        let now = state(l);
         if now != fx.before {
             for (k, v) in &now {
                 if fx.before.get(k) != Some(v) {

@@ -45,6 +45,33 @@ const TEST_PACKAGES: &[&str] = &[
     "zsh",
 ];
 
+/// Packages `check-targets` checks for Windows. Not yet `shim-daemon`/`autogpt-shim`:
+/// `shim-jail` and `shim-exec` provide `JailRoot` and `Executor` on unix only, so the
+/// daemon cannot serve requests there yet.
+const WINDOWS_CHECK_PACKAGES: &[&str] = &[
+    "shim-protocol",
+    "shim-jail",
+    "shim-exec",
+    "shim-audit",
+    "shim-auth",
+];
+
+/// Packages `check-targets` checks for macOS: those whose dependencies need no C
+/// toolchain for it (ring's build script needs the macOS SDK's TargetConditionals.h,
+/// which a Debian machine does not have).
+const MACOS_CHECK_PACKAGES: &[&str] = &["shim-protocol", "shim-jail", "shim-exec"];
+
+/// Targets `check-targets` checks: (target, Debian package of its C cross-compiler or "",
+/// packages to check).
+const CROSS_TARGETS: &[(&str, &str, &[&str])] = &[
+    (
+        "x86_64-pc-windows-gnu",
+        "gcc-mingw-w64-x86-64",
+        WINDOWS_CHECK_PACKAGES,
+    ),
+    ("x86_64-apple-darwin", "", MACOS_CHECK_PACKAGES),
+];
+
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
@@ -73,9 +100,12 @@ enum Cmd {
         #[arg(long, default_value_t = 60)]
         time: u64,
     },
+    /// `cargo check` the daemon and its crates for Windows and macOS (best effort: a target
+    /// rustup cannot add is skipped with a message).
+    CheckTargets,
     /// Run a benchmark that prints figures.
     Bench {
-        /// Which: audit.
+        /// Which: audit, e2e.
         what: String,
     },
 }
@@ -105,6 +135,7 @@ fn run(cmd: Cmd) -> Result<()> {
             ci(&root)
         }
         Cmd::Ci => ci(&root),
+        Cmd::CheckTargets => check_targets(),
         Cmd::Fuzz { target, time } => {
             ensure_cargo_tool("fuzz", "cargo-fuzz")?;
             fuzz(&root, &target, time)
@@ -118,7 +149,25 @@ fn run(cmd: Cmd) -> Result<()> {
                 "--example",
                 "bench_audit",
             ]),
-            other => bail!("unknown benchmark {other:?}; known: audit"),
+            "e2e" => {
+                // The daemon as users run it: the release binary, driven over loopback.
+                cargo(&["build", "--release", "-p", "autogpt-shim"])?;
+                let target = std::env::var_os("CARGO_TARGET_DIR")
+                    .map_or_else(|| root.join("target"), std::path::PathBuf::from);
+                let bin = target.join("release").join("autogpt-shim");
+                let bin = bin.to_str().context("the target path is not UTF-8")?;
+                cargo(&[
+                    "run",
+                    "--release",
+                    "-p",
+                    "shim-daemon",
+                    "--example",
+                    "bench_e2e",
+                    "--",
+                    bin,
+                ])
+            }
+            other => bail!("unknown benchmark {other:?}; known: audit, e2e"),
         },
     }
 }
@@ -201,8 +250,34 @@ fn ci(root: &Path) -> Result<()> {
         }
         Ok(())
     })?;
+    step("other targets", check_targets)?;
     step("demo", demo)?;
     println!("xtask: all checks passed");
+    Ok(())
+}
+
+/// `cargo check` of [`CROSS_TARGETS`]. A target rustup cannot add, or whose C
+/// cross-compiler cannot be installed, is skipped with a message; a compile error fails.
+fn check_targets() -> Result<()> {
+    for (target, compiler, packages) in CROSS_TARGETS {
+        let added = Command::new("rustup")
+            .args(["target", "add", target])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !added {
+            println!("xtask: skipping {target}: `rustup target add {target}` failed (offline?)");
+            continue;
+        }
+        if !compiler.is_empty() && ensure_packages(&[compiler]).is_err() {
+            println!("xtask: skipping {target}: cannot install its C cross-compiler {compiler}");
+            continue;
+        }
+        let mut args = vec!["check", "--target", target];
+        for p in *packages {
+            args.extend(["-p", p]);
+        }
+        cargo(&args)?;
+    }
     Ok(())
 }
 

@@ -67,3 +67,20 @@ fn virtual_roots_start_with_home() {
     assert_eq!(roots[0], std::fs::canonicalize(dir.path()).unwrap());
     assert!(virtual_roots(None).is_empty() || virtual_roots(None).len() <= PAGE);
 }
+
+#[test]
+fn a_reference_used_at_exactly_expires_at_is_expired() {
+    // 13.11: `expires_at` itself is already past the deadline.
+    let mut st = State::default();
+    let browse = |expires_at| Browse {
+        expires_at,
+        used: 0,
+        refs: HashMap::new(),
+        cursors: HashMap::new(),
+    };
+    st.browses.insert("at".to_owned(), browse(100.0));
+    st.browses.insert("later".to_owned(), browse(100.5));
+    st.evict_expired(100.0);
+    assert!(!st.browses.contains_key("at"));
+    assert!(st.browses.contains_key("later"));
+}

@@ -57,19 +57,47 @@ fn error(code: ErrorCode, message: impl Into<String>) -> Message {
     Message::Error(ErrorPayload::new(code, message))
 }
 
-fn jail_error_message(e: &JailError, path: &str) -> Message {
-    let code = e.code();
-    let text = e.to_string();
-    if code.as_str().starts_with("PATH_") {
-        Message::Error(ErrorPayload::with_details(
-            code,
-            text,
-            &PathDetails {
-                path: path.to_owned(),
-            },
-        ))
-    } else {
-        error(code, text)
+/// What a failed jail operation names: the path the request gave, or both paths of a move.
+#[derive(Debug, Clone, Copy)]
+enum Target<'a> {
+    /// One requested path.
+    Path(&'a str),
+    /// `FILE_MOVE`'s `src` and `dst`.
+    Move { src: &'a str, dst: &'a str },
+}
+
+impl Target<'_> {
+    /// The raw path recorded in a `JAIL_VIOLATION` record.
+    fn audit_path(self) -> String {
+        match self {
+            Target::Path(p) => p.to_owned(),
+            Target::Move { src, dst } => format!("{src} -> {dst}"),
+        }
+    }
+
+    /// The wire `ERROR`; `PATH_*` codes carry the requested path(s) in `details`.
+    fn error(self, code: ErrorCode, text: String) -> Message {
+        if !code.as_str().starts_with("PATH_") {
+            return error(code, text);
+        }
+        let payload = match self {
+            Target::Path(path) => ErrorPayload::with_details(
+                code,
+                text,
+                &PathDetails {
+                    path: path.to_owned(),
+                },
+            ),
+            Target::Move { src, dst } => ErrorPayload::with_details(
+                code,
+                text,
+                &MovePathDetails {
+                    src: src.to_owned(),
+                    dst: dst.to_owned(),
+                },
+            ),
+        };
+        Message::Error(payload)
     }
 }
 
@@ -82,37 +110,60 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
+fn wire_encoding(e: JailEncoding) -> ContentEncoding {
+    match e {
+        JailEncoding::Utf8 => ContentEncoding::Utf8,
+        JailEncoding::Base64 => ContentEncoding::Base64,
+    }
+}
+
 impl DataPlane {
-    /// Audits a jail failure: `JAIL_VIOLATION` for violations, else the op's own record.
-    async fn audit_jail_error(
+    /// Runs one jail operation off the async runtime, audits it (AUDIT_AUTH_CLI.md 1.7) and
+    /// only then builds the response.
+    ///
+    /// `details(Some(&out))` gives the record of a success, `details(None)` that of a failure;
+    /// a jail violation is recorded as `JAIL_VIOLATION` instead of `op` (1.8).
+    async fn run_jail_op<T: Send + 'static>(
         &self,
-        op: &str,
+        op: &'static str,
         id: &str,
-        e: &JailError,
-        raw_path: &str,
-        details: Map,
-        started: Instant,
-    ) -> Result<(), AuditFailed> {
-        let code = e.code();
-        if e.is_jail_violation() {
-            let d = Map::new()
-                .with("code", code.as_str())
-                .with("path", raw_path)
-                .with("attempted_op", op);
-            self.audit
-                .op("JAIL_VIOLATION", Some(id), d, AuditResult::failed(&code))
-                .await
-        } else {
-            let mut r = AuditResult::failed(&code);
-            r.duration_ms = millis(started);
-            self.audit.op(op, Some(id), details, r).await
+        target: Target<'_>,
+        run: impl FnOnce(&JailRoot) -> Result<T, JailError> + Send + 'static,
+        details: impl FnOnce(Option<&T>) -> Map,
+        respond: impl FnOnce(T) -> Message,
+    ) -> Result<Message, AuditFailed> {
+        let started = Instant::now();
+        let jail = self.jail.clone();
+        match blocking(move || run(&jail)).await {
+            Ok(out) => {
+                let result = AuditResult::ok_after(started.elapsed());
+                self.audit
+                    .op(op, Some(id), details(Some(&out)), result)
+                    .await?;
+                Ok(respond(out))
+            }
+            Err(e) => {
+                let code = e.code();
+                if e.is_jail_violation() {
+                    let d = Map::new()
+                        .with("code", code.as_str())
+                        .with("path", target.audit_path())
+                        .with("attempted_op", op);
+                    self.audit
+                        .op("JAIL_VIOLATION", Some(id), d, AuditResult::failed(&code))
+                        .await?;
+                } else {
+                    let mut r = AuditResult::failed(&code);
+                    r.duration_ms = millis(started);
+                    self.audit.op(op, Some(id), details(None), r).await?;
+                }
+                Ok(target.error(code, e.to_string()))
+            }
         }
     }
 
     /// `FILE_READ` → `FILE_CONTENTS`.
     pub(crate) async fn read(&self, id: &str, p: FileRead) -> Result<Message, AuditFailed> {
-        let started = Instant::now();
-        let jail = self.jail.clone();
         let opts = ReadOptions {
             format: if p.is_text() {
                 JailReadFormat::Text
@@ -123,54 +174,33 @@ impl DataPlane {
             length: p.length,
         };
         let path = p.path.clone();
-        let r = blocking(move || jail.read(&path, &opts)).await;
-        let details = |path: &str, n: Option<u64>| {
-            Map::new()
-                .with("path", path)
-                .with("encoding", p.encoding.as_str())
-                .with("offset", p.offset)
-                .with("length", p.length)
-                .with("size_bytes_returned", n)
-        };
-        match r {
-            Ok(res) => {
-                self.audit
-                    .op(
-                        "FILE_READ",
-                        Some(id),
-                        details(&res.path, Some(res.size_bytes)),
-                        AuditResult::ok_after(started.elapsed()),
-                    )
-                    .await?;
-                Ok(Message::FileContents(FileContents {
+        self.run_jail_op(
+            "FILE_READ",
+            id,
+            Target::Path(&p.path),
+            move |jail| jail.read(&path, &opts),
+            |res| {
+                Map::new()
+                    .with("path", res.map_or(p.path.as_str(), |r| r.path.as_str()))
+                    .with("encoding", p.encoding.as_str())
+                    .with("offset", p.offset)
+                    .with("length", p.length)
+                    .with("size_bytes_returned", res.map(|r| r.size_bytes))
+            },
+            |res| {
+                Message::FileContents(FileContents {
                     content: res.content,
-                    encoding: match res.encoding {
-                        JailEncoding::Utf8 => ContentEncoding::Utf8,
-                        JailEncoding::Base64 => ContentEncoding::Base64,
-                    },
+                    encoding: wire_encoding(res.encoding),
                     size_bytes: res.size_bytes,
                     truncated: res.truncated,
-                }))
-            }
-            Err(e) => {
-                self.audit_jail_error(
-                    "FILE_READ",
-                    id,
-                    &e,
-                    &p.path,
-                    details(&p.path, None),
-                    started,
-                )
-                .await?;
-                Ok(jail_error_message(&e, &p.path))
-            }
-        }
+                })
+            },
+        )
+        .await
     }
 
     /// `FILE_WRITE` → `ACK`.
     pub(crate) async fn write(&self, id: &str, p: FileWrite) -> Result<Message, AuditFailed> {
-        let started = Instant::now();
-        let jail = self.jail.clone();
         let opts = WriteOptions {
             encoding: match p.encoding {
                 ContentEncoding::Base64 => JailEncoding::Base64,
@@ -179,64 +209,41 @@ impl DataPlane {
             create_parents: p.create_parents,
         };
         let (path, content) = (p.path.clone(), p.content);
-        let r = blocking(move || jail.write(&path, &content, &opts)).await;
-        let details = |path: &str, n: Option<u64>| {
-            Map::new()
-                .with("path", path)
-                .with("encoding", p.encoding.as_str())
-                .with("create_parents", p.create_parents)
-                .with("size_bytes_written", n)
-        };
-        match r {
-            Ok(res) => {
-                self.audit
-                    .op(
-                        "FILE_WRITE",
-                        Some(id),
-                        details(&res.path, Some(res.size_bytes_written)),
-                        AuditResult::ok_after(started.elapsed()),
-                    )
-                    .await?;
-                Ok(Message::Ack(Ack::OK))
-            }
-            Err(e) => {
-                self.audit_jail_error(
-                    "FILE_WRITE",
-                    id,
-                    &e,
-                    &p.path,
-                    details(&p.path, None),
-                    started,
-                )
-                .await?;
-                Ok(jail_error_message(&e, &p.path))
-            }
-        }
+        self.run_jail_op(
+            "FILE_WRITE",
+            id,
+            Target::Path(&p.path),
+            move |jail| jail.write(&path, &content, &opts),
+            |res| {
+                Map::new()
+                    .with("path", res.map_or(p.path.as_str(), |r| r.path.as_str()))
+                    .with("encoding", p.encoding.as_str())
+                    .with("create_parents", p.create_parents)
+                    .with("size_bytes_written", res.map(|r| r.size_bytes_written))
+            },
+            |_| Message::Ack(Ack::OK),
+        )
+        .await
     }
 
     /// `FILE_STAT` → `FILE_STAT_RESPONSE`.
     pub(crate) async fn stat(&self, id: &str, p: FileStat) -> Result<Message, AuditFailed> {
-        let started = Instant::now();
-        let jail = self.jail.clone();
         let (path, follow) = (p.path.clone(), p.follow_symlinks);
-        let r = blocking(move || jail.stat(&path, follow)).await;
-        let details = |path: &str| {
-            Map::new()
-                .with("path", path)
-                .with("follow_symlinks", p.follow_symlinks)
-        };
-        match r {
-            Ok(info) => {
-                let shown = info.as_ref().map_or(p.path.as_str(), |i| i.path.as_str());
-                self.audit
-                    .op(
-                        "FILE_STAT",
-                        Some(id),
-                        details(shown),
-                        AuditResult::ok_after(started.elapsed()),
-                    )
-                    .await?;
-                Ok(Message::FileStatResponse(match info {
+        self.run_jail_op(
+            "FILE_STAT",
+            id,
+            Target::Path(&p.path),
+            move |jail| jail.stat(&path, follow),
+            |info| {
+                let shown = info
+                    .and_then(Option::as_ref)
+                    .map_or(p.path.as_str(), |i| i.path.as_str());
+                Map::new()
+                    .with("path", shown)
+                    .with("follow_symlinks", p.follow_symlinks)
+            },
+            |info| {
+                Message::FileStatResponse(match info {
                     None => FileStatResponse::default(),
                     Some(i) => FileStatResponse {
                         exists: true,
@@ -252,20 +259,14 @@ impl DataPlane {
                         mime_type: i.mime_type.map(str::to_owned),
                         path: Some(i.path),
                     },
-                }))
-            }
-            Err(e) => {
-                self.audit_jail_error("FILE_STAT", id, &e, &p.path, details(&p.path), started)
-                    .await?;
-                Ok(jail_error_message(&e, &p.path))
-            }
-        }
+                })
+            },
+        )
+        .await
     }
 
     /// `FILE_LIST` → `FILE_LIST_RESPONSE`.
     pub(crate) async fn list(&self, id: &str, p: FileList) -> Result<Message, AuditFailed> {
-        let started = Instant::now();
-        let jail = self.jail.clone();
         let opts = ListOptions {
             glob: p.glob.clone(),
             recursive: p.recursive,
@@ -273,27 +274,22 @@ impl DataPlane {
             max_entries: usize::try_from(p.max_entries).unwrap_or(usize::MAX).max(1),
         };
         let path = p.path.clone();
-        let r = blocking(move || jail.list(&path, &opts)).await;
-        let details = |path: &str, n: Option<usize>| {
-            Map::new()
-                .with("path", path)
-                .with("glob", p.glob.clone())
-                .with("recursive", p.recursive)
-                .with("include_hidden", p.include_hidden)
-                .with("max_entries", p.max_entries)
-                .with("entries_returned", n)
-        };
-        match r {
-            Ok(res) => {
-                self.audit
-                    .op(
-                        "FILE_LIST",
-                        Some(id),
-                        details(&res.path, Some(res.entries.len())),
-                        AuditResult::ok_after(started.elapsed()),
-                    )
-                    .await?;
-                Ok(Message::FileListResponse(FileListResponse {
+        self.run_jail_op(
+            "FILE_LIST",
+            id,
+            Target::Path(&p.path),
+            move |jail| jail.list(&path, &opts),
+            |res| {
+                Map::new()
+                    .with("path", res.map_or(p.path.as_str(), |r| r.path.as_str()))
+                    .with("glob", p.glob.clone())
+                    .with("recursive", p.recursive)
+                    .with("include_hidden", p.include_hidden)
+                    .with("max_entries", p.max_entries)
+                    .with("entries_returned", res.map(|r| r.entries.len()))
+            },
+            |res| {
+                Message::FileListResponse(FileListResponse {
                     entries: res
                         .entries
                         .into_iter()
@@ -308,106 +304,64 @@ impl DataPlane {
                         })
                         .collect(),
                     truncated: res.truncated,
-                }))
-            }
-            Err(e) => {
-                self.audit_jail_error(
-                    "FILE_LIST",
-                    id,
-                    &e,
-                    &p.path,
-                    details(&p.path, None),
-                    started,
-                )
-                .await?;
-                Ok(jail_error_message(&e, &p.path))
-            }
-        }
+                })
+            },
+        )
+        .await
     }
 
     /// `FILE_DELETE` → `ACK`.
     pub(crate) async fn delete(&self, id: &str, p: FileDelete) -> Result<Message, AuditFailed> {
-        let started = Instant::now();
-        let jail = self.jail.clone();
         let opts = DeleteOptions {
             recursive: p.recursive,
             missing_ok: p.missing_ok,
         };
         let path = p.path.clone();
-        let r = blocking(move || jail.delete(&path, &opts)).await;
-        let details = |path: &str| {
-            Map::new()
-                .with("path", path)
-                .with("recursive", p.recursive)
-                .with("missing_ok", p.missing_ok)
-        };
-        match r {
-            Ok(res) => {
-                let shown = res.path.as_deref().unwrap_or(p.path.as_str());
-                self.audit
-                    .op(
-                        "FILE_DELETE",
-                        Some(id),
-                        details(shown),
-                        AuditResult::ok_after(started.elapsed()),
-                    )
-                    .await?;
-                Ok(Message::Ack(Ack::OK))
-            }
-            Err(e) => {
-                self.audit_jail_error("FILE_DELETE", id, &e, &p.path, details(&p.path), started)
-                    .await?;
-                Ok(jail_error_message(&e, &p.path))
-            }
-        }
+        self.run_jail_op(
+            "FILE_DELETE",
+            id,
+            Target::Path(&p.path),
+            move |jail| jail.delete(&path, &opts),
+            |res| {
+                let shown = res
+                    .and_then(|r| r.path.as_deref())
+                    .unwrap_or(p.path.as_str());
+                Map::new()
+                    .with("path", shown)
+                    .with("recursive", p.recursive)
+                    .with("missing_ok", p.missing_ok)
+            },
+            |_| Message::Ack(Ack::OK),
+        )
+        .await
     }
 
     /// `FILE_MOVE` → `ACK`.
     pub(crate) async fn rename(&self, id: &str, p: FileMove) -> Result<Message, AuditFailed> {
-        let started = Instant::now();
-        let jail = self.jail.clone();
         let opts = MoveOptions {
             overwrite: p.overwrite,
         };
         let (src, dst) = (p.src.clone(), p.dst.clone());
-        let r = blocking(move || jail.rename(&src, &dst, &opts)).await;
-        let details = |src: &str, dst: &str| {
-            Map::new()
-                .with("src", src)
-                .with("dst", dst)
-                .with("overwrite", p.overwrite)
-        };
-        match r {
-            Ok(res) => {
-                self.audit
-                    .op(
-                        "FILE_MOVE",
-                        Some(id),
-                        details(&res.src, &res.dst),
-                        AuditResult::ok_after(started.elapsed()),
-                    )
-                    .await?;
-                Ok(Message::Ack(Ack::OK))
-            }
-            Err(e) => {
-                let raw = format!("{} -> {}", p.src, p.dst);
-                self.audit_jail_error("FILE_MOVE", id, &e, &raw, details(&p.src, &p.dst), started)
-                    .await?;
-                let code = e.code();
-                if code.as_str().starts_with("PATH_") {
-                    Ok(Message::Error(ErrorPayload::with_details(
-                        code,
-                        e.to_string(),
-                        &MovePathDetails {
-                            src: p.src.clone(),
-                            dst: p.dst.clone(),
-                        },
-                    )))
-                } else {
-                    Ok(error(code, e.to_string()))
-                }
-            }
-        }
+        self.run_jail_op(
+            "FILE_MOVE",
+            id,
+            Target::Move {
+                src: &p.src,
+                dst: &p.dst,
+            },
+            move |jail| jail.rename(&src, &dst, &opts),
+            |res| {
+                let (src, dst) = res.map_or((p.src.as_str(), p.dst.as_str()), |r| {
+                    (r.src.as_str(), r.dst.as_str())
+                });
+                Map::new()
+                    .with("src", src)
+                    .with("dst", dst)
+                    .with("overwrite", p.overwrite)
+            },
+            |_| Message::Ack(Ack::OK),
+        )
+        .await
     }
 
     /// `EXECUTE_COMMAND` → `COMMAND_RESULT`. Dropping the future kills the process tree.
@@ -555,18 +509,7 @@ impl Drop for CancelGuard {
 }
 
 fn exec_error(e: &ExecError, cwd: &str) -> Message {
-    let code = e.code();
-    if code.as_str().starts_with("PATH_") {
-        Message::Error(ErrorPayload::with_details(
-            code,
-            e.to_string(),
-            &PathDetails {
-                path: cwd.to_owned(),
-            },
-        ))
-    } else {
-        error(code, e.to_string())
-    }
+    Target::Path(cwd).error(e.code(), e.to_string())
 }
 
 fn millis(started: Instant) -> u64 {

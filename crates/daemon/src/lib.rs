@@ -19,6 +19,7 @@ pub mod harden;
 pub mod host;
 pub mod start;
 
+mod alloc;
 mod auditor;
 mod conn;
 mod control;

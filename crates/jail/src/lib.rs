@@ -20,6 +20,8 @@ mod ops;
 mod root;
 #[cfg(unix)]
 mod sys;
+#[cfg(all(unix, feature = "testing"))]
+pub mod testing;
 mod types;
 #[cfg(unix)]
 mod walk;

@@ -42,6 +42,20 @@ pub(crate) struct Meta {
     pub(crate) ctime: f64,
 }
 
+/// `v` as u64 (`st_dev` is u64 on Linux, i32 on macOS); 0 if it does not fit.
+fn widen<T: TryInto<u64>>(v: T) -> u64 {
+    v.try_into().unwrap_or(0)
+}
+
+/// Permission bits as rustix's `Mode`, whose raw type is u32 on Linux and u16 on macOS
+/// (the bits, at most 0o7777, fit either).
+fn mode_of(mode: u32) -> Mode {
+    fn narrow<T: TryFrom<u32> + Default>(v: u32) -> T {
+        T::try_from(v & 0o7777).unwrap_or_default()
+    }
+    Mode::from_raw_mode(narrow(mode))
+}
+
 impl Meta {
     pub(crate) fn from_stat(st: &Stat) -> Meta {
         let mtime_s = i64::from(st.st_mtime);
@@ -50,7 +64,7 @@ impl Meta {
         let ctime_ns = u32::try_from(st.st_ctime_nsec).unwrap_or(0);
         Meta {
             id: Id {
-                dev: u64::from(st.st_dev),
+                dev: widen(st.st_dev),
                 ino: u64::from(st.st_ino),
             },
             kind: FileType::from_raw_mode(st.st_mode),
@@ -97,7 +111,8 @@ pub(crate) fn lstat_at(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Meta, Errno>
     rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map(|s| Meta::from_stat(&s))
 }
 
-/// Opens a directory entry as a walk handle without following it.
+/// Opens a directory entry as a walk handle without following it (Linux: `O_PATH`).
+#[cfg(target_os = "linux")]
 pub(crate) fn open_walk(dir: BorrowedFd<'_>, name: &OsStr) -> Result<OwnedFd, Errno> {
     rustix::fs::openat(
         dir,
@@ -186,7 +201,7 @@ pub(crate) fn rmdir(dir: BorrowedFd<'_>, name: &OsStr) -> Result<(), Errno> {
 }
 
 pub(crate) fn mkdir(dir: BorrowedFd<'_>, name: &OsStr, mode: u32) -> Result<(), Errno> {
-    rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode))
+    rustix::fs::mkdirat(dir, name, mode_of(mode))
 }
 
 /// `renameat`; with `noreplace` an existing destination fails with `EEXIST` (Linux
@@ -228,7 +243,7 @@ pub(crate) fn create_excl(dir: BorrowedFd<'_>, name: &OsStr, mode: u32) -> Resul
         dir,
         name,
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(mode),
+        mode_of(mode),
     )
 }
 
@@ -269,7 +284,7 @@ pub(crate) fn pread_exact(fd: BorrowedFd<'_>, offset: u64, len: usize) -> Result
 }
 
 pub(crate) fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> Result<(), Errno> {
-    rustix::fs::fchmod(fd, Mode::from_raw_mode(mode))
+    rustix::fs::fchmod(fd, mode_of(mode))
 }
 
 pub(crate) fn fsync(fd: BorrowedFd<'_>) -> Result<(), Errno> {

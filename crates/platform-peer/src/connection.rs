@@ -45,6 +45,7 @@ struct Pending {
 enum Outbound {
     Text(String),
     Close(u16, String),
+    StopReading,
 }
 
 /// One established connection from the daemon, after `HELLO_ACK`.
@@ -94,6 +95,12 @@ impl Connection {
             unsolicited: tokio::sync::Mutex::new(unsolicited_rx),
             closed: tokio::sync::Mutex::new(closed_rx),
         }
+    }
+
+    /// Stops reading the socket, as a hung platform would: nothing more is received, and
+    /// WebSocket pings go unanswered (tungstenite answers them only while reading).
+    pub fn stop_reading(&self) {
+        let _ = self.out.send(Outbound::StopReading);
     }
 
     /// Sends `message` as a request with a fresh UUID id and waits for its terminal
@@ -244,6 +251,7 @@ async fn run(
     pending: Arc<Mutex<HashMap<String, Pending>>>,
 ) {
     let mut close_seen = None;
+    let mut reading = true;
     loop {
         tokio::select! {
             cmd = out.recv() => match cmd {
@@ -253,9 +261,10 @@ async fn run(
                 Some(Outbound::Close(code, reason)) => {
                     let _ = ws.close(Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() })).await;
                 }
+                Some(Outbound::StopReading) => reading = false,
                 None => break,
             },
-            msg = ws.next() => match msg {
+            msg = ws.next(), if reading => match msg {
                 None | Some(Err(_)) => break,
                 Some(Ok(tungstenite::Message::Close(c))) => {
                     close_seen = c.map(|c| (u16::from(c.code), c.reason.to_string()));

@@ -85,12 +85,8 @@ async fn recording_preview_is_refused_and_audited() {
         "recording_preview_disabled"
     );
     env.verify_audit();
-    assert!(
-        env.peer
-            .next_connection(std::time::Duration::from_millis(200))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(std::time::Duration::from_millis(200))
+        .await;
 }
 
 #[tokio::test]
@@ -103,12 +99,8 @@ async fn no_credentials_exits_77_without_connecting() {
         err.contains("Authentication failed: not authenticated for"),
         "{err}"
     );
-    assert!(
-        env.peer
-            .next_connection(std::time::Duration::from_millis(200))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(std::time::Duration::from_millis(200))
+        .await;
 }
 
 #[tokio::test]

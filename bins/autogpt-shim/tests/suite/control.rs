@@ -17,7 +17,6 @@ use shim_protocol::messages::control::DirectoryListRequest;
 use shim_protocol::messages::control::DirectoryListResponse;
 use shim_protocol::messages::control::RestoreSession;
 use shim_protocol::messages::control::SessionAttached;
-use shim_protocol::messages::files::FileStat;
 use shim_protocol::messages::handshake::Empty;
 use shim_protocol::messages::handshake::RevokeReason;
 use shim_protocol::values::BrowseToken;
@@ -31,7 +30,9 @@ use crate::suite::harness::T;
 use crate::suite::harness::error_code;
 use crate::suite::harness::finish;
 use crate::suite::harness::ops;
-use crate::suite::harness::sigterm;
+use crate::suite::harness::raw_request;
+use crate::suite::harness::stat;
+use crate::suite::harness::with_op;
 
 const SID: &str = "0b6c7a52-4f3e-4d1c-9a35-0c1f8e2d7a11";
 
@@ -83,25 +84,35 @@ fn detach(sid: &str) -> Message {
     })
 }
 
-fn stat(path: &str) -> Message {
-    Message::FileStat(FileStat {
-        path: path.into(),
-        follow_symlinks: true,
-    })
-}
-
-fn start_control(env: &Env, extra_env: &[(&str, &str)]) -> Child {
-    let mut c = env.command(&["start"]);
-    for (k, v) in extra_env {
-        c.env(k, v);
-    }
-    c.spawn().unwrap()
-}
-
 async fn control_conn(env: &Env) -> Connection {
     let c = env.next().await;
     assert_eq!(c.route, Route::Control);
     c
+}
+
+/// Starts the daemon in control mode and waits for its control connection.
+async fn start(env: &Env, extra_env: &[(&str, &str)]) -> (Child, Connection) {
+    let child = env.start_control(extra_env);
+    (child, control_conn(env).await)
+}
+
+/// Activates revision 1 of `sid` and waits for its child's data connection.
+async fn activate_child(env: &Env, conn: &Connection, sid: &str) -> Connection {
+    let r = conn.request(activate(sid, 1), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionActivated);
+    env.next().await
+}
+
+/// Starts the daemon, then attaches `SID` to folder A (revision 1) and re-attaches it to
+/// folder B (revision 2, 13.12); returns both attachments.
+async fn two_revisions(env: &Env) -> (Child, Connection, SessionAttached, SessionAttached) {
+    env.home_dirs(&["A", "B"]);
+    let (child, conn) = start(env, &[]).await;
+    let g1 = browse_and_attach(&conn, SID, "A").await;
+    let g2 = browse_and_attach(&conn, SID, "B").await;
+    assert_eq!(g2.revision, 2);
+    assert_ne!(g1.allowed_root, g2.allowed_root);
+    (child, conn, g1, g2)
 }
 
 /// Browses home → `name`, attaches `sid` there.
@@ -142,8 +153,7 @@ async fn browse_and_attach(conn: &Connection, sid: &str, name: &str) -> SessionA
 #[tokio::test]
 async fn control_connection_refuses_execution_and_answers_ping() {
     let env = Env::new(PeerConfig::default()).await;
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
+    let (child, conn) = start(&env, &[]).await;
     assert_eq!(conn.hello.allowed_root, None);
     assert!(
         conn.hello
@@ -158,9 +168,7 @@ async fn control_connection_refuses_execution_and_answers_ping() {
     let r = conn.request(stat("/tmp"), T).await.unwrap();
     assert_eq!(error_code(&r.frame.message), "FEATURE_NOT_SUPPORTED");
     env.assert_no_violations();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    env.stop(child).await;
     env.verify_audit();
 }
 
@@ -177,8 +185,7 @@ async fn browse_lists_only_real_directories_sorted_and_paged() {
     std::fs::create_dir_all(home.join("Alpha").join("grandchild")).unwrap();
     std::fs::write(home.join("file.txt"), "x").unwrap();
     std::os::unix::fs::symlink(home.join("beta"), home.join("link")).unwrap();
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
+    let (child, conn) = start(&env, &[]).await;
 
     let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
     assert!(top.current.is_none() && top.parent_ref.is_none() && top.next_cursor.is_none());
@@ -281,28 +288,21 @@ async fn browse_lists_only_real_directories_sorted_and_paged() {
     assert_eq!(error_code(&r.frame.message), "DIRECTORY_UNAVAILABLE");
     env.assert_no_violations();
     let records = env.audit_records();
-    let dl: Vec<_> = records
-        .iter()
-        .filter(|r| r["op"] == "DIRECTORY_LIST")
-        .collect();
+    let dl = with_op(&records, "DIRECTORY_LIST");
     assert!(dl.len() >= 4);
     assert!(
         records.iter().all(|r| !r.to_string().contains(&big_ref)),
         "references must never be logged"
     );
-    sigterm(&child);
-    let _ = finish(child, T).await;
+    env.stop(child).await;
     env.verify_audit();
 }
 
 #[tokio::test]
 async fn attach_activate_data_detach_restore() {
     let env = Env::new(PeerConfig::default()).await;
-    let home = env.dir.path().join("home");
-    std::fs::create_dir(home.join("Projects")).unwrap();
-    std::fs::create_dir(home.join("Other")).unwrap();
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
+    let home = env.home_dirs(&["Projects", "Other"]);
+    let (child, conn) = start(&env, &[]).await;
 
     let a = browse_and_attach(&conn, SID, "Projects").await;
     let projects = std::fs::canonicalize(home.join("Projects")).unwrap();
@@ -351,12 +351,7 @@ async fn attach_activate_data_detach_restore() {
     // Activation is idempotent: no second child.
     let r = conn.request(activate(SID, 1), T).await.unwrap();
     assert_eq!(r.frame.message_type(), MessageType::SessionActivated);
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(500))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(500)).await;
     // Attaching an active session is refused.
     let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
     let r = conn
@@ -414,9 +409,7 @@ async fn attach_activate_data_detach_restore() {
     assert_eq!(error_code(&r.frame.message), "ROOT_GRANT_INVALID");
 
     env.assert_no_violations();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    env.stop(child).await;
     let records = env.audit_records();
     let o = ops(&records);
     for op in [
@@ -445,16 +438,9 @@ async fn attach_activate_data_detach_restore() {
 #[tokio::test]
 async fn reattach_replaced_folder_and_reconnect_invalidation() {
     let env = Env::new(PeerConfig::default()).await;
-    let home = env.dir.path().join("home");
-    std::fs::create_dir(home.join("A")).unwrap();
-    std::fs::create_dir(home.join("B")).unwrap();
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
-    let a1 = browse_and_attach(&conn, SID, "A").await;
     // 13.12: re-attaching to another folder yields revision 2 and the new root.
-    let a2 = browse_and_attach(&conn, SID, "B").await;
-    assert_eq!(a2.revision, 2);
-    assert_ne!(a1.allowed_root, a2.allowed_root);
+    let (child, conn, _, _) = two_revisions(&env).await;
+    let home = env.dir.path().join("home");
     // A consumed browse's references fail (13.11).
     let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
     let bid = top.browse_id.as_str().to_owned();
@@ -486,12 +472,7 @@ async fn reattach_replaced_folder_and_reconnect_invalidation() {
     std::fs::create_dir(&b).unwrap();
     let r = conn.request(activate(SID, 2), T).await.unwrap();
     assert_eq!(error_code(&r.frame.message), "ROOT_GRANT_INVALID");
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(500))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(500)).await;
     // Activate s-two (child up), then a control reconnect: the child stops, old refs die,
     // the binding survives.
     let r = conn.request(activate("s-two", 1), T).await.unwrap();
@@ -518,27 +499,21 @@ async fn reattach_replaced_folder_and_reconnect_invalidation() {
     let data2 = env.next().await;
     assert_eq!(data2.session_id.as_deref(), Some("s-two"));
     env.assert_no_violations();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    env.stop(child).await;
     env.verify_audit();
 }
 
 #[tokio::test]
 async fn idle_children_stop_and_restore_revives_them() {
     let env = Env::new(PeerConfig::default()).await;
-    std::fs::create_dir(env.dir.path().join("home").join("P")).unwrap();
-    let child = start_control(
-        &env,
-        &[
-            ("AUTOGPT_SHIM_IDLE_TIMEOUT_SECONDS", "1"),
-            ("AUTOGPT_SHIM_IDLE_CHECK_INTERVAL_SECONDS", "0.3"),
-        ],
-    );
-    let conn = control_conn(&env).await;
+    env.home_dirs(&["P"]);
+    let idle = [
+        ("AUTOGPT_SHIM_IDLE_TIMEOUT_SECONDS", "1"),
+        ("AUTOGPT_SHIM_IDLE_CHECK_INTERVAL_SECONDS", "0.3"),
+    ];
+    let (child, conn) = start(&env, &idle).await;
     let a = browse_and_attach(&conn, SID, "P").await;
-    conn.request(activate(SID, 1), T).await.unwrap();
-    let data = env.next().await;
+    let data = activate_child(&env, &conn, SID).await;
     data.closed(Duration::from_secs(10)).await.unwrap();
     let records = env.audit_records();
     let idle = records
@@ -561,23 +536,16 @@ async fn idle_children_stop_and_restore_revives_them() {
 #[tokio::test]
 async fn control_revocation_stops_children_and_the_process() {
     let env = Env::new(PeerConfig::default()).await;
-    std::fs::create_dir(env.dir.path().join("home").join("P")).unwrap();
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
+    env.home_dirs(&["P"]);
+    let (child, conn) = start(&env, &[]).await;
     browse_and_attach(&conn, SID, "P").await;
-    conn.request(activate(SID, 1), T).await.unwrap();
-    let data = env.next().await;
+    let data = activate_child(&env, &conn, SID).await;
     conn.revoke(RevokeReason::UserRevoked).unwrap();
     let (code, out, err) = finish(child, T).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("Shim stopped."));
     data.closed(T).await.unwrap();
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(500))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(500)).await;
     let o = ops(&env.audit_records());
     assert!(o.contains(&"SESSION_REVOKED".to_owned()));
     assert_eq!(o.last().map(String::as_str), Some("SHIM_STOP"));
@@ -588,14 +556,7 @@ async fn control_revocation_stops_children_and_the_process() {
 #[tokio::test]
 async fn restore_rules_for_revisions_and_live_children() {
     let env = Env::new(PeerConfig::default()).await;
-    let home = env.dir.path().join("home");
-    std::fs::create_dir(home.join("A")).unwrap();
-    std::fs::create_dir(home.join("B")).unwrap();
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
-    let g1 = browse_and_attach(&conn, SID, "A").await;
-    let g2 = browse_and_attach(&conn, SID, "B").await;
-    assert_eq!(g2.revision, 2);
+    let (child, conn, g1, g2) = two_revisions(&env).await;
     // An older grant than the binding → SESSION_REVISION_MISMATCH with current_revision.
     let r = conn
         .request(restore(SID, g1.root_grant.as_str()), T)
@@ -622,17 +583,10 @@ async fn restore_rules_for_revisions_and_live_children() {
         .await
         .unwrap();
     assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(500))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(500)).await;
     data.request(Message::Ping(Empty {}), T).await.unwrap();
     env.assert_no_violations();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    env.stop(child).await;
     data.closed(T).await.unwrap();
     env.verify_audit();
 }
@@ -642,27 +596,20 @@ async fn children_share_the_machine_wide_work_limit() {
     // max_concurrent 1 everywhere: each child admits one request, and the machine-wide
     // semaphore (sized to the control connection's limit) makes the second child's
     // request wait instead of running concurrently (10.3).
-    let env = Env::new(PeerConfig {
-        ack: shim_platform_peer::AckConfig {
-            max_concurrent: 1,
-            ..shim_platform_peer::AckConfig::default()
-        },
-        ..PeerConfig::default()
+    let env = Env::with_ack(shim_platform_peer::AckConfig {
+        max_concurrent: 1,
+        ..shim_platform_peer::AckConfig::default()
     })
     .await;
-    let home = env.dir.path().join("home");
-    std::fs::create_dir(home.join("A")).unwrap();
-    std::fs::create_dir(home.join("B")).unwrap();
+    env.home_dirs(&["A", "B"]);
     let mut c = env.command(&["start", "--enable-shell"]);
     c.env("AUTOGPT_SHIM_MAX_CONCURRENT_COMMANDS", "10");
     let child = c.spawn().unwrap();
     let conn = control_conn(&env).await;
     browse_and_attach(&conn, "s-a", "A").await;
     browse_and_attach(&conn, "s-b", "B").await;
-    conn.request(activate("s-a", 1), T).await.unwrap();
-    let a = std::sync::Arc::new(env.next().await);
-    conn.request(activate("s-b", 1), T).await.unwrap();
-    let b = std::sync::Arc::new(env.next().await);
+    let a = std::sync::Arc::new(activate_child(&env, &conn, "s-a").await);
+    let b = std::sync::Arc::new(activate_child(&env, &conn, "s-b").await);
     let cmd = || {
         Message::ExecuteCommand(shim_protocol::messages::exec::ExecuteCommand {
             argv: Some(vec!["sleep".into(), "1".into()]),
@@ -679,9 +626,7 @@ async fn children_share_the_machine_wide_work_limit() {
         "ran concurrently: {elapsed:?}"
     );
     env.assert_no_violations();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    env.stop(child).await;
 }
 
 #[tokio::test]
@@ -691,8 +636,7 @@ async fn at_most_eight_children_run_at_once() {
     for i in 0..9 {
         std::fs::create_dir(home.join(format!("f{i}"))).unwrap();
     }
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
+    let (child, conn) = start(&env, &[]).await;
     let mut data = Vec::new();
     for i in 0..9 {
         let sid = format!("s-{i}");
@@ -719,9 +663,7 @@ async fn at_most_eight_children_run_at_once() {
     let ninth = env.next().await;
     assert_eq!(ninth.session_id.as_deref(), Some("s-8"));
     env.assert_no_violations();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    env.stop(child).await;
     for d in &data[1..] {
         d.closed(T).await.unwrap();
     }
@@ -731,26 +673,16 @@ async fn at_most_eight_children_run_at_once() {
 #[tokio::test]
 async fn a_revoked_child_stops_alone() {
     let env = Env::new(PeerConfig::default()).await;
-    let home = env.dir.path().join("home");
-    std::fs::create_dir(home.join("A")).unwrap();
-    std::fs::create_dir(home.join("B")).unwrap();
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
+    env.home_dirs(&["A", "B"]);
+    let (child, conn) = start(&env, &[]).await;
     let ga = browse_and_attach(&conn, "s-a", "A").await;
     browse_and_attach(&conn, "s-b", "B").await;
-    conn.request(activate("s-a", 1), T).await.unwrap();
-    let a = env.next().await;
-    conn.request(activate("s-b", 1), T).await.unwrap();
-    let b = env.next().await;
+    let a = activate_child(&env, &conn, "s-a").await;
+    let b = activate_child(&env, &conn, "s-b").await;
     // The platform revokes chat A's data connection: only that child stops.
     a.revoke(RevokeReason::AnotherShimConnected).unwrap();
     a.closed(T).await.unwrap();
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(600))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(600)).await;
     b.request(Message::Ping(Empty {}), T).await.unwrap();
     conn.request(Message::Ping(Empty {}), T).await.unwrap();
     // Its binding remains: a restore starts a fresh child.
@@ -762,23 +694,17 @@ async fn a_revoked_child_stops_alone() {
     let a2 = env.next().await;
     assert_eq!(a2.session_id.as_deref(), Some("s-a"));
     let records = env.audit_records();
-    let rev: Vec<_> = records
-        .iter()
-        .filter(|r| r["op"] == "SESSION_REVOKED")
-        .collect();
+    let rev = with_op(&records, "SESSION_REVOKED");
     assert_eq!(rev.len(), 1);
     assert_eq!(rev[0]["session_id"], "s-a");
     env.assert_no_violations();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    env.stop(child).await;
 }
 
 #[tokio::test]
 async fn every_execution_type_is_refused_on_the_control_connection() {
     let env = Env::new(PeerConfig::default()).await;
-    let _child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
+    let (_child, conn) = start(&env, &[]).await;
     let types = [
         ("FILE_READ", r#"{"path":"/tmp/x"}"#),
         ("FILE_WRITE", r#"{"path":"/tmp/x","content":""}"#),
@@ -796,11 +722,7 @@ async fn every_execution_type_is_refused_on_the_control_connection() {
     ];
     for (i, (ty, payload)) in types.iter().enumerate() {
         let id = format!("c-{i}");
-        let text = format!(r#"{{"type":"{ty}","id":"{id}","ts":1.0,"payload":{payload}}}"#);
-        let r = conn
-            .expect_raw_reply(&id, MessageType::from_wire(ty).unwrap(), text, T)
-            .await
-            .unwrap();
+        let r = raw_request(&conn, &id, ty, payload).await;
         assert_eq!(
             error_code(&r.frame.message),
             "FEATURE_NOT_SUPPORTED",
@@ -813,12 +735,10 @@ async fn every_execution_type_is_refused_on_the_control_connection() {
 #[tokio::test]
 async fn sigint_stops_cleanly_with_children() {
     let env = Env::new(PeerConfig::default()).await;
-    std::fs::create_dir(env.dir.path().join("home").join("P")).unwrap();
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
+    env.home_dirs(&["P"]);
+    let (child, conn) = start(&env, &[]).await;
     browse_and_attach(&conn, SID, "P").await;
-    conn.request(activate(SID, 1), T).await.unwrap();
-    let data = env.next().await;
+    let data = activate_child(&env, &conn, SID).await;
     let pid = rustix::process::Pid::from_raw(child.id().unwrap() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     let (code, out, err) = finish(child, T).await;
@@ -834,16 +754,8 @@ async fn sigint_stops_cleanly_with_children() {
 #[tokio::test]
 async fn control_without_directory_browse_is_terminal() {
     // 13.7: the platform's HELLO_ACK grants only `files` on the control connection.
-    let env = Env::new(PeerConfig {
-        ack: shim_platform_peer::AckConfig {
-            grant: Some(vec![Capability::Files]),
-            ..shim_platform_peer::AckConfig::default()
-        },
-        ..PeerConfig::default()
-    })
-    .await;
-    let child = start_control(&env, &[]);
-    let conn = control_conn(&env).await;
+    let env = Env::granting(&[Capability::Files]).await;
+    let (child, conn) = start(&env, &[]).await;
     let closed = conn.closed(T).await.unwrap().unwrap();
     assert_eq!(closed.0, 4426);
     assert_eq!(
@@ -852,11 +764,47 @@ async fn control_without_directory_browse_is_terminal() {
     );
     let (code, _, err) = finish(child, T).await;
     assert_eq!(code, 0, "{err}");
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(600))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(600)).await;
     env.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_newer_grant_replaces_a_live_child() {
+    // 13.17: restore with a newer grant for a live child stops it once and starts one
+    // child with the new binding.
+    let env = Env::new(PeerConfig::default()).await;
+    let (child, conn, g1, g2) = two_revisions(&env).await;
+    // Forget the binding, then bring the session back at revision 1 with a live child.
+    conn.request(detach(SID), T).await.unwrap();
+    let r = conn
+        .request(restore(SID, g1.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    let old = env.next().await;
+    assert_eq!(
+        old.hello.allowed_root.as_deref(),
+        Some(g1.allowed_root.as_str())
+    );
+    let r = conn
+        .request(restore(SID, g2.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    match &r.frame.message {
+        Message::SessionRestored(s) => {
+            assert_eq!(s.revision, 2);
+            assert_eq!(s.allowed_root, g2.allowed_root);
+        }
+        other => panic!("{other:?}"),
+    }
+    old.closed(T).await.unwrap();
+    let new = env.next().await;
+    assert_eq!(
+        new.hello.allowed_root.as_deref(),
+        Some(g2.allowed_root.as_str())
+    );
+    env.assert_no_connection(Duration::from_millis(500)).await;
+    new.request(Message::Ping(Empty {}), T).await.unwrap();
+    env.assert_no_violations();
+    env.stop(child).await;
 }

@@ -11,10 +11,21 @@ use shim_auth::CredentialStore;
 use shim_auth::EncryptedFileStore;
 use shim_auth::KdfParams;
 use shim_auth::Secret;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use shim_platform_peer::AckConfig;
 use shim_platform_peer::Connection;
 use shim_platform_peer::Peer;
 use shim_platform_peer::PeerConfig;
+use shim_protocol::Capability;
 use shim_protocol::Message;
+use shim_protocol::messages::exec::ExecuteCommand;
+use shim_protocol::messages::files::ContentEncoding;
+use shim_protocol::messages::files::FileRead;
+use shim_protocol::messages::files::FileStat;
+use shim_protocol::messages::files::FileWrite;
+use shim_protocol::messages::files::ReadFormat;
 use tokio::process::Child;
 use tokio::process::Command;
 
@@ -80,6 +91,24 @@ impl Env {
         Env::with_tokens(config, true).await
     }
 
+    /// An environment whose peer answers `HELLO` with `ack`.
+    pub(crate) async fn with_ack(ack: AckConfig) -> Env {
+        Env::new(PeerConfig {
+            ack,
+            ..PeerConfig::default()
+        })
+        .await
+    }
+
+    /// An environment whose peer grants exactly `caps`.
+    pub(crate) async fn granting(caps: &[Capability]) -> Env {
+        Env::with_ack(AckConfig {
+            grant: Some(caps.to_vec()),
+            ..AckConfig::default()
+        })
+        .await
+    }
+
     pub(crate) async fn with_tokens(config: PeerConfig, tokens: bool) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let peer = Peer::start(config).await.unwrap();
@@ -99,6 +128,20 @@ impl Env {
             root,
             audit_key_hex: audit_key_hex.clone(),
         }
+    }
+
+    /// Stores `token` as the access token, as another process (e.g. `auth`) would.
+    pub(crate) fn store_access_token(&self, token: &str) {
+        let store = EncryptedFileStore::with_params(
+            &self.dir.path().join("creds"),
+            Secret::new(PASSPHRASE),
+            KdfParams::MIN_ACCEPTED,
+        )
+        .unwrap();
+        let dep = format!("autogpt-local-executor@{PLATFORM_URL}");
+        store
+            .set(&shim_auth::account::access_token(&dep), &Secret::new(token))
+            .unwrap();
     }
 
     pub(crate) fn audit_log(&self) -> PathBuf {
@@ -131,9 +174,9 @@ impl Env {
         c
     }
 
-    /// Starts `autogpt-shim start` in legacy mode for `session`.
-    pub(crate) fn start_legacy(&self, session: &str, extra: &[&str]) -> Child {
-        let root = self.root.to_str().unwrap().to_owned();
+    /// `autogpt-shim start` in legacy mode for `session`, not yet spawned.
+    pub(crate) fn legacy_command(&self, session: &str, extra: &[&str]) -> Command {
+        let root = self.root_str().to_owned();
         let mut args = vec![
             "--allowed-root",
             root.as_str(),
@@ -142,7 +185,49 @@ impl Env {
             session,
         ];
         args.extend_from_slice(extra);
-        self.command(&args).spawn().unwrap()
+        self.command(&args)
+    }
+
+    /// Starts `autogpt-shim start` in legacy mode for `session`.
+    pub(crate) fn start_legacy(&self, session: &str, extra: &[&str]) -> Child {
+        self.legacy_command(session, extra).spawn().unwrap()
+    }
+
+    /// Starts `autogpt-shim start` in control mode with extra environment variables.
+    pub(crate) fn start_control(&self, extra_env: &[(&str, &str)]) -> Child {
+        let mut c = self.command(&["start"]);
+        c.envs(extra_env.iter().copied());
+        c.spawn().unwrap()
+    }
+
+    /// Creates `names` as folders in the daemon's home; returns the home.
+    pub(crate) fn home_dirs(&self, names: &[&str]) -> PathBuf {
+        let home = self.dir.path().join("home");
+        for n in names {
+            std::fs::create_dir_all(home.join(n)).unwrap();
+        }
+        home
+    }
+
+    /// The allowed root as text.
+    pub(crate) fn root_str(&self) -> &str {
+        self.root.to_str().unwrap()
+    }
+
+    /// Asserts that the daemon does not connect again within `wait`.
+    pub(crate) async fn assert_no_connection(&self, wait: Duration) {
+        assert!(
+            self.peer.next_connection(wait).await.is_none(),
+            "the daemon connected again"
+        );
+    }
+
+    /// SIGTERM, then asserts a clean exit (0); returns stdout.
+    pub(crate) async fn stop(&self, child: Child) -> String {
+        sigterm(&child);
+        let (code, out, err) = finish(child, T).await;
+        assert_eq!(code, 0, "{err}");
+        out
     }
 
     pub(crate) async fn next(&self) -> Connection {
@@ -180,6 +265,14 @@ pub(crate) fn read_records(p: &Path) -> Vec<serde_json::Value> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// The records whose `op` is `op`.
+pub(crate) fn with_op<'a>(
+    records: &'a [serde_json::Value],
+    op: &str,
+) -> Vec<&'a serde_json::Value> {
+    records.iter().filter(|r| r["op"] == op).collect()
 }
 
 pub(crate) fn ops(records: &[serde_json::Value]) -> Vec<String> {
@@ -237,4 +330,89 @@ pub(crate) fn error_code(m: &Message) -> String {
         Message::Error(e) => e.code.as_str().to_owned(),
         other => panic!("expected ERROR, got {:?}", other.message_type()),
     }
+}
+
+/// Polls `cond` every 100 ms for up to 10 s; panics with `what` if it never holds.
+pub(crate) async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..100 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+/// Sends a long shell command whose command line contains `marker` and waits until that
+/// process runs; the returned task holds the pending request.
+pub(crate) async fn start_marked_command(
+    conn: &Arc<Connection>,
+    marker: &str,
+) -> tokio::task::JoinHandle<()> {
+    let c = conn.clone();
+    let command = format!("sleep 300; echo {marker}");
+    let pending = tokio::spawn(async move {
+        let _ = c
+            .request(
+                Message::ExecuteCommand(ExecuteCommand {
+                    command: Some(command),
+                    ..ExecuteCommand::default()
+                }),
+                Duration::from_secs(60),
+            )
+            .await;
+    });
+    wait_until("the command runs", || pgrep(marker)).await;
+    pending
+}
+
+/// `FILE_READ` of `path` as UTF-8 text.
+pub(crate) fn read(path: &str) -> Message {
+    Message::FileRead(FileRead {
+        path: path.into(),
+        encoding: ContentEncoding::Utf8,
+        format: ReadFormat::Text,
+        offset: 0,
+        length: None,
+    })
+}
+
+/// `FILE_WRITE` of UTF-8 `content` to `path`, creating parents.
+pub(crate) fn write(path: &str, content: &str) -> Message {
+    Message::FileWrite(FileWrite {
+        path: path.into(),
+        content: content.into(),
+        encoding: ContentEncoding::Utf8,
+        create_parents: true,
+    })
+}
+
+/// `FILE_STAT` of `path`, following symlinks.
+pub(crate) fn stat(path: &str) -> Message {
+    Message::FileStat(FileStat {
+        path: path.into(),
+        follow_symlinks: true,
+    })
+}
+
+/// `EXECUTE_COMMAND` with `args` as argv.
+pub(crate) fn argv(args: &[&str]) -> Message {
+    Message::ExecuteCommand(ExecuteCommand {
+        argv: Some(args.iter().map(|s| (*s).to_owned()).collect()),
+        env: BTreeMap::new(),
+        ..ExecuteCommand::default()
+    })
+}
+
+/// Sends a raw frame of type `ty` with `payload` (JSON text) under `id` and waits for the
+/// reply to that id.
+pub(crate) async fn raw_request(
+    conn: &Connection,
+    id: &str,
+    ty: &str,
+    payload: &str,
+) -> shim_platform_peer::Response {
+    let text = format!(r#"{{"type":"{ty}","id":"{id}","ts":1.0,"payload":{payload}}}"#);
+    let kind = shim_protocol::MessageType::from_wire(ty).unwrap();
+    conn.expect_raw_reply(id, kind, text, T).await.unwrap()
 }

@@ -1,7 +1,6 @@
 //! Legacy direct mode (`--session-id`): one data connection, every data message type and
 //! error path, limits, close codes, reconnects, revocation, shutdown.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use shim_platform_peer::AckConfig;
@@ -14,57 +13,27 @@ use shim_protocol::messages::files::ContentEncoding;
 use shim_protocol::messages::files::FileDelete;
 use shim_protocol::messages::files::FileList;
 use shim_protocol::messages::files::FileMove;
-use shim_protocol::messages::files::FileRead;
-use shim_protocol::messages::files::FileStat;
 use shim_protocol::messages::files::FileWrite;
-use shim_protocol::messages::files::ReadFormat;
 use shim_protocol::messages::handshake::Empty;
 use shim_protocol::messages::handshake::RevokeReason;
 
 use crate::suite::harness::Env;
 use crate::suite::harness::MACHINE_ID;
 use crate::suite::harness::T;
+use crate::suite::harness::argv;
 use crate::suite::harness::error_code;
 use crate::suite::harness::finish;
 use crate::suite::harness::ops;
 use crate::suite::harness::pgrep;
-use crate::suite::harness::sigterm;
+use crate::suite::harness::raw_request;
+use crate::suite::harness::read;
+use crate::suite::harness::start_marked_command;
+use crate::suite::harness::stat;
+use crate::suite::harness::wait_until;
+use crate::suite::harness::with_op;
+use crate::suite::harness::write;
 
 const SID: &str = "7d1e8c8e-1b9f-4d41-a0a8-52f0f7d3c0aa";
-
-fn read(path: &str) -> Message {
-    Message::FileRead(FileRead {
-        path: path.into(),
-        encoding: ContentEncoding::Utf8,
-        format: ReadFormat::Text,
-        offset: 0,
-        length: None,
-    })
-}
-
-fn write(path: &str, content: &str) -> Message {
-    Message::FileWrite(FileWrite {
-        path: path.into(),
-        content: content.into(),
-        encoding: ContentEncoding::Utf8,
-        create_parents: true,
-    })
-}
-
-fn stat(path: &str) -> Message {
-    Message::FileStat(FileStat {
-        path: path.into(),
-        follow_symlinks: true,
-    })
-}
-
-fn argv(args: &[&str]) -> Message {
-    Message::ExecuteCommand(ExecuteCommand {
-        argv: Some(args.iter().map(|s| (*s).to_owned()).collect()),
-        env: BTreeMap::new(),
-        ..ExecuteCommand::default()
-    })
-}
 
 #[tokio::test]
 async fn files_end_to_end_with_audit_before_response() {
@@ -76,7 +45,7 @@ async fn files_end_to_end_with_audit_before_response() {
     assert_eq!(conn.hello.machine_id, MACHINE_ID);
     assert_eq!(conn.hello.capabilities, vec![Capability::Files]);
     assert_eq!(conn.session_id.as_deref(), Some(SID));
-    let root = env.root.to_str().unwrap();
+    let root = env.root_str();
     let p = |name: &str| format!("{root}/{name}");
 
     // FILE_WRITE → ACK, then FILE_READ → FILE_CONTENTS.
@@ -210,19 +179,14 @@ async fn files_end_to_end_with_audit_before_response() {
     ] {
         assert!(o.contains(&op.to_owned()), "{op} not audited: {o:?}");
     }
-    let jv: Vec<_> = records
-        .iter()
-        .filter(|r| r["op"] == "JAIL_VIOLATION")
-        .collect();
+    let jv = with_op(&records, "JAIL_VIOLATION");
     assert_eq!(jv.len(), 2);
     assert_eq!(jv[0]["details"]["path"], "/etc/passwd");
     assert_eq!(jv[0]["details"]["attempted_op"], "FILE_READ");
     assert_eq!(jv[0]["session_id"], SID);
     env.assert_no_violations();
 
-    sigterm(&child);
-    let (code, out, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    let out = env.stop(child).await;
     assert!(out.contains("Shim stopped."), "{out}");
     let o = ops(&env.audit_records());
     assert_eq!(o.last().map(String::as_str), Some("SHIM_STOP"));
@@ -239,15 +203,7 @@ async fn ping_capabilities_malformed_and_status() {
         ..PeerConfig::default()
     };
     let env = Env::new(cfg).await;
-    let mut c = env.command(&[
-        "--allowed-root",
-        env.root.to_str().unwrap(),
-        "start",
-        "--session-id",
-        SID,
-        "--enable-shell",
-        "--enable-computer-use",
-    ]);
+    let mut c = env.legacy_command(SID, &["--enable-shell", "--enable-computer-use"]);
     c.env("AUTOGPT_SHIM_STATUS_INTERVAL_SECONDS", "0.5");
     // Frequent WebSocket pings: the peer's pongs keep the connection up.
     c.env("AUTOGPT_SHIM_WS_PING_INTERVAL_SECONDS", "0.1");
@@ -265,7 +221,7 @@ async fn ping_capabilities_malformed_and_status() {
     assert_eq!(r.frame.message_type(), MessageType::Pong);
     assert_eq!(r.frame.pending_capacity, None);
     // Nothing granted: FILE_STAT and EXECUTE_COMMAND → CAPABILITY_NOT_GRANTED (13.6).
-    let root = env.root.to_str().unwrap();
+    let root = env.root_str();
     let r = conn.request(stat(root), T).await.unwrap();
     assert_eq!(error_code(&r.frame.message), "CAPABILITY_NOT_GRANTED");
     match &r.frame.message {
@@ -319,9 +275,7 @@ async fn ping_capabilities_malformed_and_status() {
     }
     assert_eq!(s.pending_capacity, Some(4));
     env.assert_no_violations();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    env.stop(child).await;
     env.verify_audit();
 }
 
@@ -333,7 +287,7 @@ async fn commands_run_in_the_root_and_report_results() {
     let r = conn.request(argv(&["pwd"]), T).await.unwrap();
     match &r.frame.message {
         Message::CommandResult(c) => {
-            assert_eq!(c.stdout.trim(), env.root.to_str().unwrap());
+            assert_eq!(c.stdout.trim(), env.root_str());
             assert_eq!(c.exit_code, 0);
             assert!(!c.timed_out);
         }
@@ -392,30 +346,18 @@ async fn commands_run_in_the_root_and_report_results() {
         other => panic!("{other:?}"),
     }
     let records = env.audit_records();
-    let cmds: Vec<_> = records
-        .iter()
-        .filter(|r| r["op"] == "EXECUTE_COMMAND")
-        .collect();
+    let cmds = with_op(&records, "EXECUTE_COMMAND");
     assert!(cmds.len() >= 3, "{cmds:?}");
     assert_eq!(cmds[0]["details"]["argv"], serde_json::json!(["pwd"]));
     assert_eq!(cmds[0]["result"]["exit_code"], 0);
     env.assert_no_violations();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    env.stop(child).await;
     env.verify_audit();
 }
 
 #[tokio::test]
 async fn shell_disabled_locally_is_refused() {
-    let env = Env::new(PeerConfig {
-        ack: AckConfig {
-            grant: Some(vec![Capability::Files]),
-            ..AckConfig::default()
-        },
-        ..PeerConfig::default()
-    })
-    .await;
+    let env = Env::granting(&[Capability::Files]).await;
     let child = env.start_legacy(SID, &[]);
     let conn = env.next().await;
     let r = conn.request(argv(&["true"]), T).await.unwrap();
@@ -428,14 +370,7 @@ async fn shell_disabled_locally_is_refused() {
 #[tokio::test]
 async fn overload_with_max_concurrent_4_and_edge_status() {
     let env = Env::new(PeerConfig::default()).await;
-    let mut c = env.command(&[
-        "--allowed-root",
-        env.root.to_str().unwrap(),
-        "start",
-        "--session-id",
-        SID,
-        "--enable-shell",
-    ]);
+    let mut c = env.legacy_command(SID, &["--enable-shell"]);
     c.env("AUTOGPT_SHIM_MAX_CONCURRENT_COMMANDS", "10");
     let child = c.spawn().unwrap();
     let conn = std::sync::Arc::new(env.next().await);
@@ -447,10 +382,7 @@ async fn overload_with_max_concurrent_4_and_edge_status() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let r = conn
-        .request(stat(env.root.to_str().unwrap()), T)
-        .await
-        .unwrap();
+    let r = conn.request(stat(env.root_str()), T).await.unwrap();
     assert_eq!(error_code(&r.frame.message), "SHIM_OVERLOADED");
     assert_eq!(r.frame.pending_capacity, Some(0));
     match &r.frame.message {
@@ -469,10 +401,7 @@ async fn overload_with_max_concurrent_4_and_edge_status() {
     assert_eq!(s.message_type(), MessageType::Status);
     assert!(s.pending_capacity.unwrap() >= 1);
     // Capacity is back.
-    let r = conn
-        .request(stat(env.root.to_str().unwrap()), T)
-        .await
-        .unwrap();
+    let r = conn.request(stat(env.root_str()), T).await.unwrap();
     assert_eq!(r.frame.pending_capacity, Some(4));
     env.assert_no_violations();
     drop(child);
@@ -512,17 +441,9 @@ async fn fatal_close(code: u16, reason: &str) {
     conn.close(code, "bye");
     let (exit, _, err) = finish(child, T).await;
     assert_eq!(exit, 0, "{err}");
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(600))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(600)).await;
     let records = env.audit_records();
-    let rev: Vec<_> = records
-        .iter()
-        .filter(|r| r["op"] == "SESSION_REVOKED")
-        .collect();
+    let rev = with_op(&records, "SESSION_REVOKED");
     assert_eq!(rev.len(), 1);
     assert_eq!(rev[0]["details"]["source"], "ws_close_code");
     assert_eq!(rev[0]["details"]["close_code"], code);
@@ -560,17 +481,9 @@ async fn session_revoked_closes_4428_and_stops() {
         .unwrap();
     let (exit, _, err) = finish(child, T).await;
     assert_eq!(exit, 0, "{err}");
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(600))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(600)).await;
     let records = env.audit_records();
-    let rev: Vec<_> = records
-        .iter()
-        .filter(|r| r["op"] == "SESSION_REVOKED")
-        .collect();
+    let rev = with_op(&records, "SESSION_REVOKED");
     assert_eq!(rev.len(), 1, "{:?}", ops(&records));
     assert_eq!(rev[0]["details"]["source"], "frame");
     assert_eq!(rev[0]["details"]["reason"], "future_reason_xyz");
@@ -598,53 +511,19 @@ async fn sigkill_during_a_long_command_leaves_no_descendant() {
     let mut child = env.start_legacy(SID, &["--enable-shell"]);
     let conn = std::sync::Arc::new(env.next().await);
     let marker = format!("shim-orphan-check-{}", std::process::id());
-    let c2 = conn.clone();
-    let m2 = marker.clone();
-    let _pending = tokio::spawn(async move {
-        let _ = c2
-            .request(
-                Message::ExecuteCommand(ExecuteCommand {
-                    command: Some(format!("sleep 300; echo {m2}")),
-                    ..ExecuteCommand::default()
-                }),
-                Duration::from_secs(60),
-            )
-            .await;
-    });
-    // Wait until the command runs.
-    let mut seen = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if pgrep(&marker) {
-            seen = true;
-            break;
-        }
-    }
-    assert!(seen, "the command never started");
+    let _pending = start_marked_command(&conn, &marker).await;
     child.kill().await.unwrap();
     let _ = child.wait().await;
-    let mut gone = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if !pgrep(&marker) {
-            gone = true;
-            break;
-        }
-    }
-    assert!(gone, "a descendant survived SIGKILL of the daemon");
+    wait_until("no descendant survives SIGKILL of the daemon", || {
+        !pgrep(&marker)
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn max_concurrent_1_refuses_a_second_request_immediately() {
     let env = Env::new(PeerConfig::default()).await;
-    let mut c = env.command(&[
-        "--allowed-root",
-        env.root.to_str().unwrap(),
-        "start",
-        "--session-id",
-        SID,
-        "--enable-shell",
-    ]);
+    let mut c = env.legacy_command(SID, &["--enable-shell"]);
     c.env("AUTOGPT_SHIM_MAX_CONCURRENT", "1");
     let _child = c.spawn().unwrap();
     let conn = std::sync::Arc::new(env.next().await);
@@ -652,10 +531,7 @@ async fn max_concurrent_1_refuses_a_second_request_immediately() {
     let slow = tokio::spawn(async move { c2.request(argv(&["sleep", "2"]), T).await.unwrap() });
     tokio::time::sleep(Duration::from_millis(400)).await;
     let started = std::time::Instant::now();
-    let r = conn
-        .request(stat(env.root.to_str().unwrap()), T)
-        .await
-        .unwrap();
+    let r = conn.request(stat(env.root_str()), T).await.unwrap();
     assert!(
         started.elapsed() < Duration::from_millis(1500),
         "not refused immediately"
@@ -665,10 +541,7 @@ async fn max_concurrent_1_refuses_a_second_request_immediately() {
     let done = slow.await.unwrap();
     assert_eq!(done.frame.message_type(), MessageType::CommandResult);
     assert_eq!(done.frame.pending_capacity, Some(1));
-    let r = conn
-        .request(stat(env.root.to_str().unwrap()), T)
-        .await
-        .unwrap();
+    let r = conn.request(stat(env.root_str()), T).await.unwrap();
     assert_eq!(r.frame.pending_capacity, Some(1));
     env.assert_no_violations();
 }
@@ -679,51 +552,17 @@ async fn a_command_cancelled_by_a_lost_connection_is_killed_and_audited() {
     let _child = env.start_legacy(SID, &["--enable-shell"]);
     let conn = std::sync::Arc::new(env.next().await);
     let marker = format!("shim-cancel-check-{}", std::process::id());
-    let c2 = conn.clone();
-    let m2 = marker.clone();
-    let _pending = tokio::spawn(async move {
-        let _ = c2
-            .request(
-                Message::ExecuteCommand(ExecuteCommand {
-                    command: Some(format!("sleep 300; echo {m2}")),
-                    ..ExecuteCommand::default()
-                }),
-                Duration::from_secs(60),
-            )
-            .await;
-    });
-    let mut seen = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if pgrep(&marker) {
-            seen = true;
-            break;
-        }
-    }
-    assert!(seen, "the command never started");
+    let _pending = start_marked_command(&conn, &marker).await;
     conn.close(1011, "server error");
     let _again = env.next().await;
-    let mut gone = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if !pgrep(&marker) {
-            gone = true;
-            break;
-        }
-    }
-    assert!(gone, "the cancelled command survived");
-    let mut found = None;
-    for _ in 0..30 {
-        let records = env.audit_records();
-        found = records
-            .into_iter()
-            .find(|r| r["op"] == "EXECUTE_COMMAND" && r["details"]["cancelled"] == true);
-        if found.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let rec = found.expect("a cancelled EXECUTE_COMMAND record");
+    wait_until("the cancelled command is gone", || !pgrep(&marker)).await;
+    let cancelled =
+        |r: &serde_json::Value| r["op"] == "EXECUTE_COMMAND" && r["details"]["cancelled"] == true;
+    wait_until("the cancellation is audited", || {
+        env.audit_records().iter().any(cancelled)
+    })
+    .await;
+    let rec = env.audit_records().into_iter().find(cancelled).unwrap();
     assert_eq!(rec["result"]["ok"], false);
     assert_eq!(rec["result"]["error_code"], "INTERNAL_ERROR");
     env.assert_no_violations();
@@ -768,18 +607,13 @@ async fn a_missing_allowed_root_refuses_to_start() {
     let (exit, _, err) = finish(c.spawn().unwrap(), T).await;
     assert_eq!(exit, 78, "{err}");
     assert!(err.contains("Preflight failed"), "{err}");
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(200))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(200)).await;
 }
 
 #[tokio::test]
 async fn session_id_after_start_wins() {
     let env = Env::new(PeerConfig::default()).await;
-    let root = env.root.to_str().unwrap().to_owned();
+    let root = env.root_str().to_owned();
     let mut c = env.command(&[
         "--allowed-root",
         &root,
@@ -813,7 +647,7 @@ async fn an_audit_write_failure_stops_the_daemon_with_78() {
     // Run the daemon with a small file-size limit (SIGXFSZ ignored) so that appends to the
     // audit log start failing with EFBIG after a few records.
     let bin = env!("CARGO_BIN_EXE_autogpt-shim");
-    let root = env.root.to_str().unwrap().to_owned();
+    let root = env.root_str().to_owned();
     let script = format!(
         "trap '' XFSZ; ulimit -f 8; exec '{bin}' --allowed-root '{root}' start --session-id {SID}"
     );
@@ -842,12 +676,7 @@ async fn an_audit_write_failure_stops_the_daemon_with_78() {
     assert_eq!(closed.map(|c| c.0), Some(1011));
     let (exit, _, err) = finish(child, T).await;
     assert_eq!(exit, 78, "{err}");
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(300))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(300)).await;
     env.assert_no_violations();
 }
 
@@ -865,12 +694,7 @@ async fn refused_ack(ack: AckConfig, want_close: u16, want_exit: i32) {
     let (exit, _, err) = finish(child, T).await;
     assert_eq!(exit, want_exit, "{err}");
     // Terminal: no reconnect.
-    assert!(
-        env.peer
-            .next_connection(Duration::from_millis(600))
-            .await
-            .is_none()
-    );
+    env.assert_no_connection(Duration::from_millis(600)).await;
 }
 
 #[tokio::test]
@@ -918,25 +742,7 @@ async fn upgrade_401_uses_a_token_stored_meanwhile_without_refreshing() {
     let child = env.start_legacy(SID, &[]);
     let first = env.next().await;
     // Another process (e.g. `auth`) stored a new access token; the old one stops working.
-    {
-        use shim_auth::CredentialStore;
-        let store = shim_auth::EncryptedFileStore::with_params(
-            &env.dir.path().join("creds"),
-            shim_auth::Secret::new(crate::suite::harness::PASSPHRASE),
-            shim_auth::KdfParams::MIN_ACCEPTED,
-        )
-        .unwrap();
-        let dep = format!(
-            "autogpt-local-executor@{}",
-            crate::suite::harness::PLATFORM_URL
-        );
-        store
-            .set(
-                &shim_auth::account::access_token(&dep),
-                &shim_auth::Secret::new("rotated-access-token"),
-            )
-            .unwrap();
-    }
+    env.store_access_token("rotated-access-token");
     env.peer
         .configure(|c| c.tokens = vec!["rotated-access-token".into()]);
     first.close(4401, "Access token expired");
@@ -986,11 +792,7 @@ async fn unserved_request_types_get_the_specified_refusal() {
     let conn = env.next().await;
     for (i, (ty, payload, cap)) in UNSERVED.iter().enumerate() {
         let id = format!("u-{i}");
-        let text = format!(r#"{{"type":"{ty}","id":"{id}","ts":1.0,"payload":{payload}}}"#);
-        let r = conn
-            .expect_raw_reply(&id, MessageType::from_wire(ty).unwrap(), text, T)
-            .await
-            .unwrap();
+        let r = raw_request(&conn, &id, ty, payload).await;
         assert_eq!(
             error_code(&r.frame.message),
             "CAPABILITY_NOT_GRANTED",
@@ -1013,18 +815,11 @@ async fn unserved_request_types_get_the_specified_refusal() {
 #[tokio::test]
 async fn file_and_command_error_paths() {
     let env = Env::new(PeerConfig::default()).await;
-    let mut c = env.command(&[
-        "--allowed-root",
-        env.root.to_str().unwrap(),
-        "start",
-        "--session-id",
-        SID,
-        "--enable-shell",
-    ]);
+    let mut c = env.legacy_command(SID, &["--enable-shell"]);
     c.env("AUTOGPT_SHIM_MAX_FILE_SIZE_BYTES", "16");
     let _child = c.spawn().unwrap();
     let conn = env.next().await;
-    let root = env.root.to_str().unwrap();
+    let root = env.root_str();
     // Over max_file_size_bytes (min(local 16, platform 10 MiB)).
     let r = conn
         .request(write(&format!("{root}/big"), &"x".repeat(17)), T)
@@ -1090,13 +885,7 @@ async fn file_and_command_error_paths() {
 #[tokio::test]
 async fn a_clean_disconnect_waits_the_base_delay() {
     let env = Env::new(PeerConfig::default()).await;
-    let mut c = env.command(&[
-        "--allowed-root",
-        env.root.to_str().unwrap(),
-        "start",
-        "--session-id",
-        SID,
-    ]);
+    let mut c = env.legacy_command(SID, &[]);
     c.env("AUTOGPT_SHIM_RECONNECT_BASE_DELAY", "1.0");
     c.env("AUTOGPT_SHIM_RECONNECT_MAX_DELAY", "5.0");
     let _child = c.spawn().unwrap();

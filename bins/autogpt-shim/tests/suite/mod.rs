@@ -3,6 +3,7 @@
 
 mod cli;
 mod control;
+mod edge;
 pub(crate) mod harness;
 mod legacy;
 mod oauth;
