@@ -38,6 +38,10 @@ const TEST_PACKAGES: &[&str] = &[
     "xterm",
     "xdotool",
     "xclip",
+    // Computer-use tests: xsetroot/xrandr, xclock, xprop.
+    "x11-xserver-utils",
+    "x11-apps",
+    "x11-utils",
     "keyutils",
     "dbus",
     "gnome-keyring",

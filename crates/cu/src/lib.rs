@@ -13,6 +13,8 @@ pub mod error;
 pub mod features;
 pub mod keys;
 pub mod policy;
+#[cfg(target_os = "linux")]
+pub mod testing;
 
 #[cfg(target_os = "linux")]
 pub mod x11;
