@@ -22,6 +22,7 @@ pub mod start;
 mod auditor;
 mod conn;
 mod control;
+mod cu;
 mod data;
 mod machine;
 

@@ -3,5 +3,7 @@
 
 mod cli;
 mod control;
+#[cfg(target_os = "linux")]
+mod cu;
 pub(crate) mod harness;
 mod legacy;

@@ -10,7 +10,9 @@ use shim_cu::engine::Request;
 use super::common::*;
 
 fn write(rig: &Rig, text: &str) -> shim_cu::engine::Outcome {
-    rig.go(Request::ClipboardWrite(serde_json::from_value(json!({"content": text})).unwrap()))
+    rig.go(Request::ClipboardWrite(
+        serde_json::from_value(json!({"content": text})).unwrap(),
+    ))
 }
 
 fn read(rig: &Rig) -> shim_cu::engine::Outcome {
@@ -58,13 +60,19 @@ fn writeback_foreign_overwritten_expiry_and_audit() {
     let rig = Rig::new();
     assert!(rig.features.has("clipboard.read"));
     let o = read(&rig);
-    assert_eq!((code(&o), reason(&o)), ("CLIPBOARD_CONCEALED".into(), json!("writeback_only")));
+    assert_eq!(
+        (code(&o), reason(&o)),
+        ("CLIPBOARD_CONCEALED".into(), json!("writeback_only"))
+    );
     assert!(details(&o).get("writeback_age_seconds").is_none());
 
     let secret = "s3cret clipboard text";
     let o = write(&rig, secret);
     assert!(matches!(o.reply, Ok(Reply::Ack)));
-    assert_eq!(serde_json::Value::Object(o.audit.unwrap().details), json!({"format": "text", "size_bytes": 21}));
+    assert_eq!(
+        serde_json::Value::Object(o.audit.unwrap().details),
+        json!({"format": "text", "size_bytes": 21})
+    );
     assert_eq!(xclip_out(&rig.x.display), secret, "independent read");
     let o = read(&rig);
     assert_eq!(read_text(&o), secret);
@@ -89,8 +97,13 @@ fn writeback_foreign_overwritten_expiry_and_audit() {
     let o = rig.go_in(&other, Request::ClipboardRead(Default::default()));
     assert_eq!(reason(&o), json!("writeback_only"));
 
-    let o = rig.go(Request::ClipboardRead(serde_json::from_value(json!({"format": "image"})).unwrap()));
-    assert_eq!(details(&o), json!({"feature": "clipboard.read", "reason": "format 'image' not supported"}));
+    let o = rig.go(Request::ClipboardRead(
+        serde_json::from_value(json!({"format": "image"})).unwrap(),
+    ));
+    assert_eq!(
+        details(&o),
+        json!({"feature": "clipboard.read", "reason": "format 'image' not supported"})
+    );
 }
 
 #[test]
@@ -105,11 +118,16 @@ fn foreign_reads_markers_and_large_texts() {
         let _owner = ClipOwner::start(&rig.x.display, "hunter2", "x-kde-passwordManagerHint");
         let o = read(&rig);
         assert_eq!(code(&o), "CLIPBOARD_CONCEALED");
-        assert_eq!(details(&o), json!({"reason": "concealed_type", "marker": "x-kde-passwordManagerHint"}));
+        assert_eq!(
+            details(&o),
+            json!({"reason": "concealed_type", "marker": "x-kde-passwordManagerHint"})
+        );
     }
 
     // 1 MiB round trip (INCR both ways), cross-checked with xclip.
-    let big: String = (0..1_048_576).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let big: String = (0..1_048_576)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
     write(&rig, &big).reply.unwrap();
     assert_eq!(xclip_out(&rig.x.display).len(), big.len());
     assert_eq!(read_text(&read(&rig)), big);
@@ -120,11 +138,18 @@ fn foreign_reads_markers_and_large_texts() {
     write(&rig, &huge).reply.unwrap();
     let o = read(&rig);
     assert_eq!(code(&o), "FILE_TOO_LARGE");
-    assert_eq!(serde_json::Value::Object(o.audit.unwrap().details)["size_bytes"], 2_785_281);
+    assert_eq!(
+        serde_json::Value::Object(o.audit.unwrap().details)["size_bytes"],
+        2_785_281
+    );
     rig.max_file_size = 10;
     let o = write(&rig, "12345678901");
     assert_eq!(code(&o), "FILE_TOO_LARGE");
-    assert_eq!(xclip_out(&rig.x.display).len(), huge.len(), "nothing written");
+    assert_eq!(
+        xclip_out(&rig.x.display).len(),
+        huge.len(),
+        "nothing written"
+    );
 }
 
 #[test]
@@ -134,9 +159,15 @@ fn clipboard_disabled_is_refused() {
     let rig = Rig::with(Xvfb::start(640, 480), c);
     assert!(!rig.features.has("clipboard"));
     let o = write(&rig, "x");
-    assert_eq!(details(&o), json!({"feature": "clipboard.write", "reason": "--enable-clipboard not set"}));
+    assert_eq!(
+        details(&o),
+        json!({"feature": "clipboard.write", "reason": "--enable-clipboard not set"})
+    );
     let o = read(&rig);
-    assert_eq!(details(&o), json!({"feature": "clipboard.read", "reason": "--enable-clipboard not set"}));
+    assert_eq!(
+        details(&o),
+        json!({"feature": "clipboard.read", "reason": "--enable-clipboard not set"})
+    );
 }
 
 #[test]
@@ -146,17 +177,34 @@ fn paste_path_restore_and_threshold() {
     let file = text_sink(
         &rig.x,
         dir.path(),
-        &["-xrm", "XTerm*VT100.translations: #override Ctrl<Key>v: insert-selection(CLIPBOARD)"],
+        &[
+            "-xrm",
+            "XTerm*VT100.translations: #override Ctrl<Key>v: insert-selection(CLIPBOARD)",
+        ],
     );
     rig.input_ok(json!({"action": "mouse_move", "coordinate": [100, 100]}));
     xclip_in(&rig.x, "prior");
-    let text: String = (0..250).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
-    let o = rig.input(json!({"action": "type", "text": text, "paste": true, "preserve_clipboard": true}));
+    let text: String = (0..250)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let o = rig
+        .input(json!({"action": "type", "text": text, "paste": true, "preserve_clipboard": true}));
     assert!(o.reply.is_ok(), "{:?}", o.reply);
-    assert_eq!(serde_json::Value::Object(o.audit.unwrap().details)["paste"], true);
-    assert_eq!(xclip_out(&rig.x.display), "prior", "prior clipboard restored");
+    assert_eq!(
+        serde_json::Value::Object(o.audit.unwrap().details)["paste"],
+        true
+    );
+    assert_eq!(
+        xclip_out(&rig.x.display),
+        "prior",
+        "prior clipboard restored"
+    );
     let o = read(&rig);
-    assert_eq!(reason(&o), json!("writeback_overwritten"), "the restore is not a writeback");
+    assert_eq!(
+        reason(&o),
+        json!("writeback_overwritten"),
+        "the restore is not a writeback"
+    );
     rig.input_ok(json!({"action": "key", "key": "enter"}));
     rig.input_ok(json!({"action": "key", "key": "ctrl+d"}));
     let got = wait_for(T, || {
@@ -170,8 +218,14 @@ fn paste_path_restore_and_threshold() {
         let _owner = ClipOwner::start(&rig.x.display, "hunter2", "x-kde-passwordManagerHint");
         let rec = Recorder::start(&rig.x.display, [600, 400, 200, 200]);
         rig.input_ok(json!({"action": "mouse_move", "coordinate": [700, 500]}));
-        rig.input_ok(json!({"action": "type", "text": text, "paste": true, "preserve_clipboard": true}));
-        assert_eq!(xclip_out(&rig.x.display), text, "hunter2 was not republished");
+        rig.input_ok(
+            json!({"action": "type", "text": text, "paste": true, "preserve_clipboard": true}),
+        );
+        assert_eq!(
+            xclip_out(&rig.x.display),
+            text,
+            "hunter2 was not republished"
+        );
         drop(rec);
     }
 
@@ -182,7 +236,9 @@ fn paste_path_restore_and_threshold() {
     rec.take();
     let short: String = "b".repeat(199);
     rig.input_ok(json!({"action": "type", "text": short, "paste": true}));
-    let ev = rec.wait(T, |e| e.iter().filter(|x| x.kind == "key_release").count() >= 199);
+    let ev = rec.wait(T, |e| {
+        e.iter().filter(|x| x.kind == "key_release").count() >= 199
+    });
     let presses: Vec<_> = ev.iter().filter(|x| x.kind == "key_press").collect();
     assert_eq!(presses.len(), 199);
     let ctrl = keycode_of(&rig.x.display, 0xffe3).unwrap();

@@ -66,10 +66,17 @@ fn chords_produce_keycodes_and_masks() {
     rig.input_ok(json!({"action": "key", "key": "ctrl+shift+a"}));
     let ev = rec.wait(T, |e| presses(e, "key_release").len() >= 3);
     let p = presses(&ev, "key_press");
-    assert_eq!(p.iter().map(|e| e.detail).collect::<Vec<_>>(), vec![kc(0xffe3), kc(0xffe1), kc(0x61)]);
+    assert_eq!(
+        p.iter().map(|e| e.detail).collect::<Vec<_>>(),
+        vec![kc(0xffe3), kc(0xffe1), kc(0x61)]
+    );
     assert_eq!(p[2].state & (SHIFT | CONTROL), SHIFT | CONTROL);
     let r = presses(&ev, "key_release");
-    assert_eq!(r.iter().map(|e| e.detail).collect::<Vec<_>>(), vec![kc(0x61), kc(0xffe1), kc(0xffe3)], "reverse release");
+    assert_eq!(
+        r.iter().map(|e| e.detail).collect::<Vec<_>>(),
+        vec![kc(0x61), kc(0xffe1), kc(0xffe3)],
+        "reverse release"
+    );
     rec.take();
 
     rig.input_ok(json!({"action": "key", "key": "super+l"}));
@@ -93,19 +100,32 @@ fn chords_produce_keycodes_and_masks() {
         rec.take();
     }
 
-    for bad in [json!({"action": "key", "key": "ctrl+nosuchkey"}), json!({"action": "hold_key", "key": "hyperdrive"})] {
+    for bad in [
+        json!({"action": "key", "key": "ctrl+nosuchkey"}),
+        json!({"action": "hold_key", "key": "hyperdrive"}),
+    ] {
         let o = rig.input(bad);
         assert_eq!(code(&o), "FEATURE_NOT_SUPPORTED");
         assert!(o.audit.is_none(), "gating step 3 is not audited");
     }
     let o = rig.input(json!({"action": "key"}));
-    assert_eq!(details(&o), json!({"feature": "key", "reason": "key is required"}));
+    assert_eq!(
+        details(&o),
+        json!({"feature": "key", "reason": "key is required"})
+    );
     let o = rig.input(json!({"action": "teleport", "coordinate": [1, 1]}));
-    assert_eq!(details(&o), json!({"feature": "teleport", "reason": "unknown action 'teleport'"}));
-    let o = rig.input(json!({"action": "left_click", "coordinate": [300, 300], "modifiers": ["hyper"]}));
+    assert_eq!(
+        details(&o),
+        json!({"feature": "teleport", "reason": "unknown action 'teleport'"})
+    );
+    let o = rig
+        .input(json!({"action": "left_click", "coordinate": [300, 300], "modifiers": ["hyper"]}));
     assert_eq!(details(&o)["reason"], "unknown modifier 'hyper'");
     let o = rig.input(json!({"action": "left_click"}));
-    assert_eq!(details(&o), json!({"feature": "left_click", "reason": "coordinate is required"}));
+    assert_eq!(
+        details(&o),
+        json!({"feature": "left_click", "reason": "coordinate is required"})
+    );
     std::thread::sleep(Duration::from_millis(300));
     assert!(rec.take().is_empty(), "no event for any refused request");
 
@@ -113,7 +133,9 @@ fn chords_produce_keycodes_and_masks() {
     rig.input_ok(json!({"action": "hold_key", "key": "shift", "duration_ms": 400}));
     assert!(t0.elapsed() < Duration::from_secs(5));
     let ev = rec.wait(T, |e| presses(e, "key_release").len() >= 1);
-    let gap = presses(&ev, "key_release")[0].time.wrapping_sub(presses(&ev, "key_press")[0].time);
+    let gap = presses(&ev, "key_release")[0]
+        .time
+        .wrapping_sub(presses(&ev, "key_press")[0].time);
     assert!((400..=5000).contains(&gap), "held {gap} ms");
 }
 
@@ -124,7 +146,11 @@ fn mouse_buttons_clicks_modifiers_drag_and_scroll() {
         rig.input_ok(json!({"action": action, "coordinate": [310, 320]}));
         let ev = rec.wait(T, |e| !presses(e, "button_release").is_empty());
         let p = presses(&ev, "button_press");
-        assert_eq!((p.len(), p[0].detail, p[0].root), (1, button, [310, 320]), "{action}");
+        assert_eq!(
+            (p.len(), p[0].detail, p[0].root),
+            (1, button, [310, 320]),
+            "{action}"
+        );
         rec.take();
     }
     rig.input_ok(json!({"action": "double_click", "coordinate": [300, 300]}));
@@ -139,12 +165,20 @@ fn mouse_buttons_clicks_modifiers_drag_and_scroll() {
     rec.take();
 
     rig.input_ok(json!({"action": "left_click", "coordinate": [300, 300], "modifiers": ["shift", "ctrl", "alt", "super"]}));
-    let ev = rec.wait(T, |e| !presses(e, "button_release").is_empty() && presses(e, "key_release").len() >= 4);
+    let ev = rec.wait(T, |e| {
+        !presses(e, "button_release").is_empty() && presses(e, "key_release").len() >= 4
+    });
     let b = &presses(&ev, "button_press")[0];
-    assert_eq!(b.state & (SHIFT | CONTROL | MOD1 | MOD4), SHIFT | CONTROL | MOD1 | MOD4);
+    assert_eq!(
+        b.state & (SHIFT | CONTROL | MOD1 | MOD4),
+        SHIFT | CONTROL | MOD1 | MOD4
+    );
     let last_release = ev.iter().rposition(|e| e.kind == "key_release").unwrap();
     let button_release = ev.iter().position(|e| e.kind == "button_release").unwrap();
-    assert!(last_release > button_release, "modifiers released after the click");
+    assert!(
+        last_release > button_release,
+        "modifiers released after the click"
+    );
     rec.take();
 
     rig.input_ok(json!({"action": "mouse_down", "coordinate": [320, 320], "button": "right"}));
@@ -154,12 +188,17 @@ fn mouse_buttons_clicks_modifiers_drag_and_scroll() {
     assert_eq!(presses(&ev, "button_release")[0].root, [330, 330]);
     rec.take();
 
-    rig.input_ok(json!({"action": "drag", "path": [[200, 200], [250, 220], [300, 240], [350, 260]]}));
+    rig.input_ok(
+        json!({"action": "drag", "path": [[200, 200], [250, 220], [300, 240], [350, 260]]}),
+    );
     let ev = rec.wait(T, |e| !presses(e, "button_release").is_empty());
     let first_press = ev.iter().position(|e| e.kind == "button_press").unwrap();
     let release = ev.iter().position(|e| e.kind == "button_release").unwrap();
     assert_eq!(ev[first_press].root, [200, 200]);
-    let motions = ev[first_press..release].iter().filter(|e| e.kind == "motion").count();
+    let motions = ev[first_press..release]
+        .iter()
+        .filter(|e| e.kind == "motion")
+        .count();
     assert!(motions >= 3, "{ev:?}");
     assert_eq!(ev[release].root, [350, 260]);
     rec.take();
@@ -168,10 +207,15 @@ fn mouse_buttons_clicks_modifiers_drag_and_scroll() {
     assert_eq!(code(&o), "INPUT_OUT_OF_BOUNDS");
     assert_eq!(details(&o)["requested_coordinate"], json!([5000, 220]));
     std::thread::sleep(Duration::from_millis(300));
-    assert!(rec.take().is_empty(), "a drag with one bad point injects nothing");
+    assert!(
+        rec.take().is_empty(),
+        "a drag with one bad point injects nothing"
+    );
 
     for (dir, button) in [("up", 4), ("down", 5), ("left", 6), ("right", 7)] {
-        rig.input_ok(json!({"action": "scroll", "coordinate": [300, 300], "scroll_direction": dir}));
+        rig.input_ok(
+            json!({"action": "scroll", "coordinate": [300, 300], "scroll_direction": dir}),
+        );
         let ev = rec.wait(T, |e| presses(e, "button_release").len() >= 3);
         let p = presses(&ev, "button_press");
         assert_eq!(p.len(), 3, "{dir}: default 3 ticks");
@@ -182,5 +226,8 @@ fn mouse_buttons_clicks_modifiers_drag_and_scroll() {
     let ev = rec.wait(T, |e| presses(e, "button_release").len() >= 5);
     let p = presses(&ev, "button_press");
     assert_eq!(p.len(), 5);
-    assert!(p.iter().all(|e| e.state & SHIFT == SHIFT), "modifiers held while scrolling");
+    assert!(
+        p.iter().all(|e| e.state & SHIFT == SHIFT),
+        "modifiers held while scrolling"
+    );
 }
