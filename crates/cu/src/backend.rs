@@ -275,6 +275,8 @@ pub struct Desktop {
 
 impl std::fmt::Debug for Desktop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Desktop").field("kind", &self.kind).finish_non_exhaustive()
+        f.debug_struct("Desktop")
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
     }
 }

@@ -435,7 +435,11 @@ impl Engine {
 
     // ---- screenshots (4.1) ----
 
-    fn screenshot(&self, ctx: Ctx<'_>, r: &ScreenshotRequest) -> (CuResult<Reply>, Map<String, Value>) {
+    fn screenshot(
+        &self,
+        ctx: Ctx<'_>,
+        r: &ScreenshotRequest,
+    ) -> (CuResult<Reply>, Map<String, Value>) {
         let mut d = details(vec![
             ("monitor", v(r.monitor)),
             ("quality", v(r.quality)),
@@ -471,10 +475,7 @@ impl Engine {
                 return Err((
                     CuError::plain(
                         ErrorCode::ShimOverloaded,
-                        format!(
-                            "Screenshot rate limit exceeded ({}/minute).",
-                            rate.limit()
-                        ),
+                        format!("Screenshot rate limit exceeded ({}/minute).", rate.limit()),
                     ),
                     0,
                 ));
@@ -496,13 +497,20 @@ impl Engine {
         }
         let (img, origin, monitor, logical_size) = if let Some(id) = &r.window_id {
             let entry = self.verify_window(ctx, id).map_err(e0)?;
-            let (img, origin) = self.desktop.capture.capture_window(entry.handle).map_err(e0)?;
+            let (img, origin) = self
+                .desktop
+                .capture
+                .capture_window(entry.handle)
+                .map_err(e0)?;
             let size = [i64::from(img.width), i64::from(img.height)];
             (img, origin, entry.monitor, size)
         } else {
             let monitors = order_monitors(self.desktop.displays.monitors().map_err(e0)?);
             if monitors.is_empty() {
-                return Err(e0(CuError::unsupported("screenshot", "no displays detected")));
+                return Err(e0(CuError::unsupported(
+                    "screenshot",
+                    "no displays detected",
+                )));
             }
             let idx = usize::try_from(r.monitor)
                 .ok()
@@ -561,7 +569,11 @@ impl Engine {
                 width: img.width,
                 height: img.height,
                 monitor,
-                region: if r.window_id.is_some() { None } else { r.region },
+                region: if r.window_id.is_some() {
+                    None
+                } else {
+                    r.region
+                },
                 display_scale: 1.0,
                 logical_size: Some(logical_size),
                 meta: ScreenshotMeta {
@@ -613,7 +625,8 @@ impl Engine {
         self.desktop.permissions.input_allowed()?;
         // Step 5: required fields; step 6: inject.
         let name = a.action.as_str().to_owned();
-        let required = |field: &str| CuError::unsupported(name.clone(), format!("{field} is required"));
+        let required =
+            |field: &str| CuError::unsupported(name.clone(), format!("{field} is required"));
         let input = &self.desktop.input;
         let mods: Vec<Key> = a
             .modifiers
@@ -648,7 +661,11 @@ impl Engine {
                 input.button(button_of(a.button), a.action == A::MouseDown)?;
             }
             A::Drag => {
-                let path = a.path.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| required("path"))?;
+                let path = a
+                    .path
+                    .as_deref()
+                    .filter(|p| !p.is_empty())
+                    .ok_or_else(|| required("path"))?;
                 let b = button_of(a.button);
                 let pts = thin_path(path);
                 input.move_to(pts[0])?;
@@ -671,7 +688,11 @@ impl Engine {
                 self.type_text(ctx, text, a.paste, a.preserve_clipboard)?;
             }
             A::Key | A::HoldKey => {
-                let key = a.key.as_deref().filter(|k| !k.trim().is_empty()).ok_or_else(|| required("key"))?;
+                let key = a
+                    .key
+                    .as_deref()
+                    .filter(|k| !k.trim().is_empty())
+                    .ok_or_else(|| required("key"))?;
                 let keys = self.chord_keys(key)?;
                 let held = Held::press(&self.desktop, &keys)?;
                 if a.action == A::HoldKey {
@@ -699,7 +720,9 @@ impl Engine {
         let mut keys = parse_chord(key)?;
         let has_shift = keys.contains(&Key::Mod(Modifier::Shift));
         if !has_shift
-            && let Some(pos) = keys.iter().position(|k| matches!(k, Key::Char(c) if self.desktop.input.needs_shift(*c)))
+            && let Some(pos) = keys
+                .iter()
+                .position(|k| matches!(k, Key::Char(c) if self.desktop.input.needs_shift(*c)))
         {
             keys.insert(pos, Key::Mod(Modifier::Shift));
         }
@@ -857,7 +880,10 @@ impl Engine {
                 if w.is_minimized && !r.include_minimized {
                     continue;
                 }
-                let centre = [(w.bounds[0] + w.bounds[2]) / 2, (w.bounds[1] + w.bounds[3]) / 2];
+                let centre = [
+                    (w.bounds[0] + w.bounds[2]) / 2,
+                    (w.bounds[1] + w.bounds[3]) / 2,
+                ];
                 let on = monitors.iter().position(|m| m.contains(centre));
                 let offscreen = w.other_desktop
                     || !monitors.iter().any(|m| {
@@ -929,7 +955,8 @@ impl Engine {
 
     fn app_list(&self, ctx: Ctx<'_>, r: &AppListRequest) -> (CuResult<Reply>, Map<String, Value>) {
         let mut d = details(vec![("include_background", v(r.include_background))]);
-        let res = gate(ctx.features, "app.list").and_then(|()| self.desktop.apps.list(r.include_background));
+        let res = gate(ctx.features, "app.list")
+            .and_then(|()| self.desktop.apps.list(r.include_background));
         match res {
             Ok(apps) => {
                 d.insert("apps_returned".into(), v(apps.len()));
@@ -975,7 +1002,11 @@ impl Engine {
 
     // ---- clipboard (4.7) ----
 
-    fn clipboard_read(&self, ctx: Ctx<'_>, r: &ClipboardRead) -> (CuResult<Reply>, Map<String, Value>) {
+    fn clipboard_read(
+        &self,
+        ctx: Ctx<'_>,
+        r: &ClipboardRead,
+    ) -> (CuResult<Reply>, Map<String, Value>) {
         let mut d = details(vec![("format", v(r.format.as_str())), ("size_bytes", v(0))]);
         match self.clipboard_read_inner(ctx, r) {
             Ok(content) => {
@@ -997,13 +1028,23 @@ impl Engine {
     }
 
     /// 4.7.4; the error carries the size read (0 when nothing was read).
-    fn clipboard_read_inner(&self, ctx: Ctx<'_>, r: &ClipboardRead) -> Result<String, (CuError, usize)> {
+    fn clipboard_read_inner(
+        &self,
+        ctx: Ctx<'_>,
+        r: &ClipboardRead,
+    ) -> Result<String, (CuError, usize)> {
         let e0 = |e: CuError| (e, 0usize);
         if !self.cfg.enable_clipboard {
-            return Err(e0(CuError::unsupported("clipboard.read", "--enable-clipboard not set")));
+            return Err(e0(CuError::unsupported(
+                "clipboard.read",
+                "--enable-clipboard not set",
+            )));
         }
         if r.format != ClipboardFormat::Text {
-            return Err(e0(CuError::unsupported("clipboard.read", "format 'image' not supported")));
+            return Err(e0(CuError::unsupported(
+                "clipboard.read",
+                "format 'image' not supported",
+            )));
         }
         gate(ctx.features, "clipboard.read").map_err(e0)?;
         let live = self.desktop.clipboard.read().map_err(e0)?;
@@ -1014,7 +1055,12 @@ impl Engine {
             live.text.unwrap_or_default()
         } else {
             let rec = ctx.session.writeback.lock().ok().and_then(|w| w.clone());
-            match writeback_verdict(rec.as_ref(), self.clock.now(), live.text.as_deref(), live.counter) {
+            match writeback_verdict(
+                rec.as_ref(),
+                self.clock.now(),
+                live.text.as_deref(),
+                live.counter,
+            ) {
                 WritebackVerdict::Allow => live.text.unwrap_or_default(),
                 WritebackVerdict::NoRecord => {
                     return Err(e0(CuError::concealed("writeback_only", None, None)));
@@ -1055,10 +1101,16 @@ impl Engine {
             ));
         }
         if !self.cfg.enable_clipboard {
-            return Err(CuError::unsupported("clipboard.write", "--enable-clipboard not set"));
+            return Err(CuError::unsupported(
+                "clipboard.write",
+                "--enable-clipboard not set",
+            ));
         }
         if r.format != ClipboardFormat::Text {
-            return Err(CuError::unsupported("clipboard.write", "format 'image' not supported"));
+            return Err(CuError::unsupported(
+                "clipboard.write",
+                "format 'image' not supported",
+            ));
         }
         gate(ctx.features, "clipboard.write")?;
         let counter = self.desktop.clipboard.write(&r.content)?;

@@ -17,9 +17,14 @@ fn action(json: &str) -> InputAction {
 
 #[test]
 fn scroll_defaults_and_reversal() {
-    assert_eq!(scroll_plan(&action(r#"{"action":"scroll"}"#)), (Wheel::Down, 3));
     assert_eq!(
-        scroll_plan(&action(r#"{"action":"scroll","clicks":0,"direction":"up"}"#)),
+        scroll_plan(&action(r#"{"action":"scroll"}"#)),
+        (Wheel::Down, 3)
+    );
+    assert_eq!(
+        scroll_plan(&action(
+            r#"{"action":"scroll","clicks":0,"direction":"up"}"#
+        )),
         (Wheel::Up, 3)
     );
     assert_eq!(

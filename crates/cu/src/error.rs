@@ -80,7 +80,10 @@ impl CuError {
 
     /// `WINDOW_STALE` for an id whose window is gone or changed.
     pub fn gone_window(id: &str) -> Self {
-        CuError::stale(id, format!("window_id {id} no longer maps to a live window"))
+        CuError::stale(
+            id,
+            format!("window_id {id} no longer maps to a live window"),
+        )
     }
 
     fn stale(id: &str, message: String) -> Self {

@@ -10,7 +10,10 @@ fn wayland_wins_over_display() {
         classify_linux(Some("Wayland"), None, Some(":0")),
         LinuxSession::Wayland
     );
-    assert_eq!(classify_linux(Some("x11"), Some(""), Some(":0")), LinuxSession::X11);
+    assert_eq!(
+        classify_linux(Some("x11"), Some(""), Some(":0")),
+        LinuxSession::X11
+    );
     assert_eq!(classify_linux(None, None, None), LinuxSession::None);
     assert_eq!(classify_linux(None, None, Some("")), LinuxSession::None);
 }
@@ -24,7 +27,14 @@ fn x11_lists_follow_the_table() {
     let f = Features::for_host(HostKind::X11, true, true);
     assert_eq!(
         f.coarse,
-        ["screenshot", "input", "windows", "apps", "clipboard", "permissions"]
+        [
+            "screenshot",
+            "input",
+            "windows",
+            "apps",
+            "clipboard",
+            "permissions"
+        ]
     );
     assert_eq!(f.fine.len(), 17);
     let f = Features::for_host(HostKind::MacOs, false, false);

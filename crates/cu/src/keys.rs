@@ -71,13 +71,13 @@ pub const MAX_CHORD_TOKENS: usize = 8;
 
 /// Parses one lower-cased, trimmed token.
 fn token(t: &str) -> Option<Key> {
+    use self::Named as N;
     use Key::Char;
     use Key::F;
     use Key::Mod;
     use Key::ModRight;
     use Key::Num;
     use Modifier as M;
-    use self::Named as N;
     let named = Key::Named;
     Some(match t {
         "shift" => Mod(M::Shift),
@@ -169,9 +169,8 @@ pub fn parse_chord(key: &str) -> CuResult<Vec<Key>> {
     tokens
         .iter()
         .map(|t| {
-            token(t).ok_or_else(|| {
-                CuError::unsupported("input.key", format!("unknown key name '{t}'"))
-            })
+            token(t)
+                .ok_or_else(|| CuError::unsupported("input.key", format!("unknown key name '{t}'")))
         })
         .collect()
 }

@@ -19,7 +19,10 @@ fn chords_parse_case_insensitively_with_aliases() {
     assert_eq!(parse_chord("f24").unwrap(), vec![Key::F(24)]);
     assert_eq!(parse_chord("!").unwrap(), vec![Key::Char('!')]);
     assert_eq!(parse_chord("num7").unwrap(), vec![Key::Num(7)]);
-    assert_eq!(parse_chord("page_down").unwrap(), vec![Key::Named(Named::PageDown)]);
+    assert_eq!(
+        parse_chord("page_down").unwrap(),
+        vec![Key::Named(Named::PageDown)]
+    );
     assert_eq!(parse_chord("ctrl++a").unwrap().len(), 2);
 }
 

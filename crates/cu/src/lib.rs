@@ -21,10 +21,10 @@ pub mod x11;
 
 #[cfg(target_os = "macos")]
 mod macos;
-#[cfg(target_os = "windows")]
-mod windows;
 #[cfg(any(target_os = "macos", target_os = "windows"))]
 mod portable;
+#[cfg(target_os = "windows")]
+mod windows;
 
 pub use backend::Desktop;
 pub use engine::Engine;

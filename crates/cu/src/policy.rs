@@ -105,10 +105,8 @@ pub struct Writeback {
 
 /// SHA-256 of `text`.
 pub fn sha256(text: &str) -> [u8; 32] {
-    let d = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    let mut out = [0u8; 32];
-    out.copy_from_slice(d.as_ref());
-    out
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes()).into()
 }
 
 /// The clipboard writeback window.

@@ -275,11 +275,41 @@ impl Recorder {
                 match c.poll_for_event() {
                     Ok(Some(e)) => {
                         let r = match e {
-                            Event::KeyPress(e) => Some(("key_press", e.time, e.root_x, e.root_y, e.detail, u16::from(e.state))),
-                            Event::KeyRelease(e) => Some(("key_release", e.time, e.root_x, e.root_y, e.detail, u16::from(e.state))),
-                            Event::ButtonPress(e) => Some(("button_press", e.time, e.root_x, e.root_y, e.detail, u16::from(e.state))),
-                            Event::ButtonRelease(e) => Some(("button_release", e.time, e.root_x, e.root_y, e.detail, u16::from(e.state))),
-                            Event::MotionNotify(e) => Some(("motion", e.time, e.root_x, e.root_y, 0, u16::from(e.state))),
+                            Event::KeyPress(e) => Some((
+                                "key_press",
+                                e.time,
+                                e.root_x,
+                                e.root_y,
+                                e.detail,
+                                u16::from(e.state),
+                            )),
+                            Event::KeyRelease(e) => Some((
+                                "key_release",
+                                e.time,
+                                e.root_x,
+                                e.root_y,
+                                e.detail,
+                                u16::from(e.state),
+                            )),
+                            Event::ButtonPress(e) => Some((
+                                "button_press",
+                                e.time,
+                                e.root_x,
+                                e.root_y,
+                                e.detail,
+                                u16::from(e.state),
+                            )),
+                            Event::ButtonRelease(e) => Some((
+                                "button_release",
+                                e.time,
+                                e.root_x,
+                                e.root_y,
+                                e.detail,
+                                u16::from(e.state),
+                            )),
+                            Event::MotionNotify(e) => {
+                                Some(("motion", e.time, e.root_x, e.root_y, 0, u16::from(e.state)))
+                            }
                             _ => None,
                         };
                         if let Some((kind, time, x, y, detail, state)) = r {
@@ -330,7 +360,11 @@ pub fn keycode_of(display: &str, keysym: u32) -> Option<u8> {
     let (c, _) = RustConnection::connect(Some(display)).ok()?;
     let s = c.setup();
     let (min, max) = (s.min_keycode, s.max_keycode);
-    let r = c.get_keyboard_mapping(min, max - min + 1).ok()?.reply().ok()?;
+    let r = c
+        .get_keyboard_mapping(min, max - min + 1)
+        .ok()?
+        .reply()
+        .ok()?;
     let per = usize::from(r.keysyms_per_keycode);
     r.keysyms
         .chunks(per)
@@ -351,8 +385,20 @@ impl ClipOwner {
         let (c, n) = RustConnection::connect(Some(display)).unwrap();
         let root = c.setup().roots[n].root;
         let w = c.generate_id().unwrap();
-        c.create_window(0, w, root, 0, 0, 1, 1, 0, WindowClass::INPUT_ONLY, 0, &CreateWindowAux::new())
-            .unwrap();
+        c.create_window(
+            0,
+            w,
+            root,
+            0,
+            0,
+            1,
+            1,
+            0,
+            WindowClass::INPUT_ONLY,
+            0,
+            &CreateWindowAux::new(),
+        )
+        .unwrap();
         let clip = intern(&c, "CLIPBOARD");
         let targets = intern(&c, "TARGETS");
         let utf8 = intern(&c, "UTF8_STRING");
@@ -369,12 +415,23 @@ impl ClipOwner {
                     std::thread::sleep(Duration::from_millis(2));
                     continue;
                 };
-                let prop = if e.property == 0 { e.target } else { e.property };
+                let prop = if e.property == 0 {
+                    e.target
+                } else {
+                    e.property
+                };
                 let ok = if e.target == targets {
-                    c.change_property32(PropMode::REPLACE, e.requestor, prop, AtomEnum::ATOM, &[targets, utf8, extra])
-                        .is_ok()
+                    c.change_property32(
+                        PropMode::REPLACE,
+                        e.requestor,
+                        prop,
+                        AtomEnum::ATOM,
+                        &[targets, utf8, extra],
+                    )
+                    .is_ok()
                 } else if e.target == utf8 {
-                    c.change_property8(PropMode::REPLACE, e.requestor, prop, utf8, &data).is_ok()
+                    c.change_property8(PropMode::REPLACE, e.requestor, prop, utf8, &data)
+                        .is_ok()
                 } else {
                     false
                 };

@@ -204,7 +204,13 @@ fn serve(conn: &RustConnection, window: Window, atoms: Atoms, shared: &Shared) {
                     let t = &mut incr[i];
                     let end = (t.offset + INCR_CHUNK).min(t.data.len());
                     let chunk = &t.data[t.offset..end];
-                    let _ = conn.change_property8(PropMode::REPLACE, t.requestor, t.property, t.ty, chunk);
+                    let _ = conn.change_property8(
+                        PropMode::REPLACE,
+                        t.requestor,
+                        t.property,
+                        t.ty,
+                        chunk,
+                    );
                     let _ = conn.flush();
                     if chunk.is_empty() {
                         let done = incr.remove(i);
@@ -248,11 +254,21 @@ fn answer(
     if e.selection != atoms.CLIPBOARD {
         return none;
     }
-    let prop = if e.property == none { e.target } else { e.property };
+    let prop = if e.property == none {
+        e.target
+    } else {
+        e.property
+    };
     let string = u32::from(AtomEnum::STRING);
     if e.target == atoms.TARGETS {
         let targets = [atoms.TARGETS, atoms.UTF8_STRING, string, atoms.TEXT];
-        let _ = conn.change_property32(PropMode::REPLACE, e.requestor, prop, AtomEnum::ATOM, &targets);
+        let _ = conn.change_property32(
+            PropMode::REPLACE,
+            e.requestor,
+            prop,
+            AtomEnum::ATOM,
+            &targets,
+        );
         return prop;
     }
     let ty = if e.target == atoms.UTF8_STRING || e.target == atoms.TEXT {
@@ -305,7 +321,13 @@ impl Reader {
         let prop = atoms.SHIM_SELECTION;
         let _ = self.conn.delete_property(self.window, prop);
         self.conn
-            .convert_selection(self.window, atoms.CLIPBOARD, target, prop, x11rb::CURRENT_TIME)
+            .convert_selection(
+                self.window,
+                atoms.CLIPBOARD,
+                target,
+                prop,
+                x11rb::CURRENT_TIME,
+            )
             .map_err(xerr)?;
         self.conn.flush().map_err(xerr)?;
         let got = self.wait(|ev| match ev {
@@ -360,7 +382,10 @@ impl Clipboard for X11Clipboard {
     }
 
     fn read(&self) -> CuResult<ClipboardState> {
-        let reader = self.reader.lock().map_err(|_| CuError::internal("clipboard poisoned"))?;
+        let reader = self
+            .reader
+            .lock()
+            .map_err(|_| CuError::internal("clipboard poisoned"))?;
         let owner = reader
             .conn
             .get_selection_owner(self.atoms.CLIPBOARD)
@@ -404,7 +429,11 @@ impl Clipboard for X11Clipboard {
 
     fn write(&self, text: &str) -> CuResult<Option<u64>> {
         let before = {
-            let mut s = self.shared.state.lock().map_err(|_| CuError::internal("clipboard poisoned"))?;
+            let mut s = self
+                .shared
+                .state
+                .lock()
+                .map_err(|_| CuError::internal("clipboard poisoned"))?;
             s.data = Some(Arc::new(text.as_bytes().to_vec()));
             s.counter
         };
@@ -422,7 +451,11 @@ impl Clipboard for X11Clipboard {
             return Err(CuError::internal("could not take ownership of CLIPBOARD"));
         }
         // Wait for our own owner-change notification so the counter includes this write.
-        let s = self.shared.state.lock().map_err(|_| CuError::internal("clipboard poisoned"))?;
+        let s = self
+            .shared
+            .state
+            .lock()
+            .map_err(|_| CuError::internal("clipboard poisoned"))?;
         if !s.xfixes {
             return Ok(None);
         }

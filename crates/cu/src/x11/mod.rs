@@ -107,7 +107,9 @@ pub struct X11 {
 
 impl std::fmt::Debug for X11 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("X11").field("display", &self.display).finish_non_exhaustive()
+        f.debug_struct("X11")
+            .field("display", &self.display)
+            .finish_non_exhaustive()
     }
 }
 
@@ -191,7 +193,8 @@ impl X11 {
             keymap: Mutex::new(KeyMap::default()),
             display: display.map(str::to_owned),
         };
-        x.load_keymap().map_err(|e| Unavailable::NoDisplay(e.message))?;
+        x.load_keymap()
+            .map_err(|e| Unavailable::NoDisplay(e.message))?;
         Ok(x)
     }
 
@@ -243,14 +246,21 @@ impl X11 {
 
     /// The keycode for `sym`, lending a spare keycode when the layout lacks it.
     fn keycode(&self, sym: u32) -> CuResult<(u8, bool)> {
-        let mut km = self.keymap.lock().map_err(|_| CuError::internal("key map poisoned"))?;
+        let mut km = self
+            .keymap
+            .lock()
+            .map_err(|_| CuError::internal("key map poisoned"))?;
         if let Some(k) = km.by_sym.get(&sym) {
             return Ok(*k);
         }
         if let Some((code, _)) = km.lent.iter().find(|(_, s)| *s == sym) {
             return Ok((*code, false));
         }
-        let code = if let Some(free) = km.spares.iter().find(|c| !km.lent.iter().any(|(l, _)| l == *c)) {
+        let code = if let Some(free) = km
+            .spares
+            .iter()
+            .find(|c| !km.lent.iter().any(|(l, _)| l == *c))
+        {
             *free
         } else if !km.lent.is_empty() {
             // Reuse the least recently lent keycode.
@@ -281,7 +291,12 @@ impl X11 {
         self.sync()
     }
 
-    fn prop(&self, w: Window, atom: u32, ty: impl Into<u32>) -> Option<x11rb::protocol::xproto::GetPropertyReply> {
+    fn prop(
+        &self,
+        w: Window,
+        atom: u32,
+        ty: impl Into<u32>,
+    ) -> Option<x11rb::protocol::xproto::GetPropertyReply> {
         self.conn
             .get_property(false, w, atom, ty, 0, 1 << 20)
             .ok()?
@@ -396,12 +411,21 @@ impl Displays for X11 {
 impl Capture for X11 {
     fn capture(&self, rect: [i64; 4], cursor: bool) -> CuResult<Image> {
         let [x1, y1, x2, y2] = rect;
-        let conv = |v: i64| i16::try_from(v).map_err(|_| CuError::internal("coordinate out of X range"));
+        let conv =
+            |v: i64| i16::try_from(v).map_err(|_| CuError::internal("coordinate out of X range"));
         let convu = |v: i64| u16::try_from(v).map_err(|_| CuError::internal("size out of X range"));
         let (w, h) = (convu(x2 - x1)?, convu(y2 - y1)?);
         let r = self
             .conn
-            .get_image(ImageFormat::Z_PIXMAP, self.root, conv(x1)?, conv(y1)?, w, h, !0)
+            .get_image(
+                ImageFormat::Z_PIXMAP,
+                self.root,
+                conv(x1)?,
+                conv(y1)?,
+                w,
+                h,
+                !0,
+            )
             .map_err(xerr)?
             .reply()
             .map_err(xerr)?;
@@ -414,7 +438,10 @@ impl Capture for X11 {
         if bpp != 32 || r.depth < 24 {
             return Err(CuError::unsupported(
                 "screenshot",
-                format!("unsupported X visual (depth {}, {bpp} bits per pixel)", r.depth),
+                format!(
+                    "unsupported X visual (depth {}, {bpp} bits per pixel)",
+                    r.depth
+                ),
             ));
         }
         let lsb = setup.image_byte_order == x11rb::protocol::xproto::ImageOrder::LSB_FIRST;
@@ -461,7 +488,8 @@ impl Capture for X11 {
 
 impl Input for X11 {
     fn move_to(&self, p: [i64; 2]) -> CuResult<()> {
-        let c = |v: i64| i16::try_from(v).map_err(|_| CuError::internal("coordinate out of X range"));
+        let c =
+            |v: i64| i16::try_from(v).map_err(|_| CuError::internal("coordinate out of X range"));
         self.fake(MOTION_NOTIFY, 0, c(p[0])?, c(p[1])?)?;
         self.sync()
     }
@@ -472,7 +500,12 @@ impl Input for X11 {
             Button::Middle => 2,
             Button::Right => 3,
         };
-        self.fake(if down { BUTTON_PRESS } else { BUTTON_RELEASE }, detail, 0, 0)?;
+        self.fake(
+            if down { BUTTON_PRESS } else { BUTTON_RELEASE },
+            detail,
+            0,
+            0,
+        )?;
         self.sync()
     }
 
@@ -556,12 +589,17 @@ impl Windows for X11 {
             .prop32(check, a._NET_SUPPORTING_WM_CHECK, AtomEnum::WINDOW)
             .first()
             .is_some_and(|w| *w == check);
-        live && self.prop(self.root, a._NET_CLIENT_LIST, AtomEnum::WINDOW).is_some()
+        live && self
+            .prop(self.root, a._NET_CLIENT_LIST, AtomEnum::WINDOW)
+            .is_some()
     }
 
     fn list(&self) -> CuResult<Vec<NativeWindow>> {
         if !self.available() {
-            return Err(CuError::unsupported("window.list", "no EWMH window manager"));
+            return Err(CuError::unsupported(
+                "window.list",
+                "no EWMH window manager",
+            ));
         }
         let a = &self.atoms;
         let active = self.active_window();
@@ -615,7 +653,8 @@ impl Windows for X11 {
     }
 
     fn focus(&self, handle: u64, _raise: bool) -> CuResult<()> {
-        let w = u32::try_from(handle).map_err(|_| CuError::unsupported("window.focus", "bad handle"))?;
+        let w = u32::try_from(handle)
+            .map_err(|_| CuError::unsupported("window.focus", "bad handle"))?;
         let ev = ClientMessageEvent::new(32, w, self.atoms._NET_ACTIVE_WINDOW, [2u32, 0, 0, 0, 0]);
         self.conn
             .send_event(
@@ -676,7 +715,9 @@ impl Apps for X11 {
                 })
                 .collect());
         }
-        let me = std::fs::metadata("/proc/self").map(|m| m.uid()).map_err(xerr)?;
+        let me = std::fs::metadata("/proc/self")
+            .map(|m| m.uid())
+            .map_err(xerr)?;
         let mut out = Vec::new();
         for e in std::fs::read_dir("/proc").map_err(xerr)?.flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i64>().ok()) else {
