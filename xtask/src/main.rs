@@ -79,9 +79,12 @@ enum Cmd {
     },
     /// Run a benchmark that prints figures.
     Bench {
-        /// Which: audit.
+        /// Which: audit, cu.
         what: String,
     },
+    /// `cargo check` the platform crates for Windows and macOS (best effort: a target
+    /// that cannot be installed is skipped with a message).
+    CheckTargets,
 }
 
 fn main() -> ExitCode {
@@ -122,9 +125,35 @@ fn run(cmd: Cmd) -> Result<()> {
                 "--example",
                 "bench_audit",
             ]),
-            other => bail!("unknown benchmark {other:?}; known: audit"),
+            // Needs Xvfb (started by the example itself).
+            "cu" => cargo(&["run", "--release", "-p", "shim-cu", "--example", "bench_cu"]),
+            other => bail!("unknown benchmark {other:?}; known: audit, cu"),
         },
+        Cmd::CheckTargets => check_targets(),
     }
+}
+
+/// Other OS targets the computer-use backends must compile for.
+const CHECK_TARGETS: &[&str] = &["x86_64-pc-windows-gnu", "x86_64-apple-darwin"];
+
+/// `cargo check -p shim-cu --target T` for each target; a target rustup cannot install
+/// (no network, refused download) is skipped with a message, a failed check is an error.
+fn check_targets() -> Result<()> {
+    for target in CHECK_TARGETS {
+        let added = Command::new("rustup")
+            .args(["target", "add", target])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !added {
+            println!(
+                "xtask: skipping {target}: the target could not be installed (rustup target add {target})"
+            );
+            continue;
+        }
+        cargo(&["check", "-p", "shim-cu", "--target", target])?;
+    }
+    Ok(())
 }
 
 fn setup() -> Result<()> {
@@ -158,6 +187,7 @@ fn ci(root: &Path) -> Result<()> {
             .context("cannot run cargo test")?;
         check(status, "cargo test --workspace")
     })?;
+    step("other targets (best effort)", check_targets)?;
     step("licences, bans and sources", || {
         // The advisory database cannot be fetched on our machines.
         cargo(&[

@@ -215,6 +215,8 @@ pub struct Rec {
     pub detail: u8,
     /// Modifier/button state mask before the event.
     pub state: u16,
+    /// When the recorder read it (for latency figures).
+    pub seen: Instant,
 }
 
 /// A window that records every pointer, button and key event it receives.
@@ -319,6 +321,7 @@ impl Recorder {
                                 root: [x, y],
                                 detail,
                                 state,
+                                seen: Instant::now(),
                             });
                         }
                     }
