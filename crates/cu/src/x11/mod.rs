@@ -175,7 +175,7 @@ impl X11 {
             i64::from(screen.height_in_pixels),
         ];
         let atoms = Atoms::new(&conn)
-            .and_then(|c| Ok(c.reply()))
+            .map(|c| c.reply())
             .map_err(|e| Unavailable::NoDisplay(e.to_string()))?
             .map_err(|e| Unavailable::NoDisplay(e.to_string()))?;
         // XTEST is required for input; without it the display is not usable.

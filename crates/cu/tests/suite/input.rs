@@ -87,7 +87,7 @@ fn chords_produce_keycodes_and_masks() {
     rec.take();
 
     rig.input_ok(json!({"action": "key", "key": "F5"}));
-    let ev = rec.wait(T, |e| presses(e, "key_release").len() >= 1);
+    let ev = rec.wait(T, |e| !presses(e, "key_release").is_empty());
     assert_eq!(presses(&ev, "key_press")[0].detail, kc(0xffc2));
     rec.take();
 
@@ -132,7 +132,7 @@ fn chords_produce_keycodes_and_masks() {
     let t0 = std::time::Instant::now();
     rig.input_ok(json!({"action": "hold_key", "key": "shift", "duration_ms": 400}));
     assert!(t0.elapsed() < Duration::from_secs(5));
-    let ev = rec.wait(T, |e| presses(e, "key_release").len() >= 1);
+    let ev = rec.wait(T, |e| !presses(e, "key_release").is_empty());
     let gap = presses(&ev, "key_release")[0]
         .time
         .wrapping_sub(presses(&ev, "key_press")[0].time);
