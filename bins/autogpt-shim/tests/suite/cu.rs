@@ -399,3 +399,48 @@ async fn screenshot_typing_click_windows_and_clipboard_through_the_daemon() {
     assert_eq!(of("WINDOW_FOCUS").len(), 2);
     assert!(!records.iter().any(|r| r["details"]["action"] == "warp"));
 }
+
+#[tokio::test]
+async fn hello_ack_file_size_limits_screenshots() {
+    let x = Xvfb::start(640, 480);
+    x.spawn("xterm", &["-geometry", "60x20+0+0"]);
+    let env = Env::new(PeerConfig {
+        ack: AckConfig {
+            max_file_size_bytes: 1000,
+            ..AckConfig::default()
+        },
+        ..PeerConfig::default()
+    })
+    .await;
+    let child = start(&env, &[("DISPLAY", x.display.as_str())], &[]);
+    let conn = env.next().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let r = ask(&conn, "SCREENSHOT_REQUEST", json!({"format": "png"})).await;
+    assert_eq!(payload(&r)["code"], "FILE_TOO_LARGE", "{r}");
+    let r = ask(
+        &conn,
+        "PERMISSIONS_CHECK_REQUEST",
+        json!({"permissions": ["accessibility", "bogus"]}),
+    )
+    .await;
+    assert_eq!(
+        payload(&r)["permissions"],
+        json!({"accessibility": "granted", "bogus": "not_applicable"})
+    );
+    stop(child).await;
+    let records = env.audit_records();
+    let shot = records
+        .iter()
+        .find(|r| r["op"] == "SCREENSHOT_REQUEST")
+        .unwrap();
+    assert_eq!(shot["result"]["error_code"], "FILE_TOO_LARGE");
+    assert!(shot["details"]["image_bytes_returned"].as_u64().unwrap() > 1000);
+    let perm = records
+        .iter()
+        .find(|r| r["op"] == "PERMISSIONS_CHECK_REQUEST")
+        .unwrap();
+    assert_eq!(
+        perm["details"],
+        json!({"permissions": ["accessibility", "bogus"]})
+    );
+}
