@@ -162,7 +162,30 @@ fn setup() -> Result<()> {
     ensure_packages(&all)?;
     ensure_cargo_tool("deny", "cargo-deny")?;
     ensure_cargo_tool("fuzz", "cargo-fuzz")?;
+    oidc_provider()?;
     Ok(())
+}
+
+/// The OpenID provider the OAuth tests start (oidc-provider, npm): `npm ci` in its folder.
+/// Node.js comes with the machine; Debian's `nodejs` and `npm` are installed if it does not.
+fn oidc_provider() -> Result<()> {
+    let dir = Path::new("bins/autogpt-shim/tests/oidc");
+    if dir.join("node_modules/oidc-provider").is_dir() {
+        return Ok(());
+    }
+    let have_npm = Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_npm {
+        ensure_packages(&["nodejs", "npm"])?;
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(dir)
+        .status()
+        .context("cannot run npm ci for the OpenID provider")?;
+    check(status, "npm ci (bins/autogpt-shim/tests/oidc)")
 }
 
 fn ci(root: &Path) -> Result<()> {
@@ -182,6 +205,7 @@ fn ci(root: &Path) -> Result<()> {
         let status = Command::new(cargo_bin())
             .args(["test", "--workspace"])
             .env("SHIM_REQUIRE_KEYRING", "1")
+            .env("SHIM_REQUIRE_OIDC", "1")
             .env("SHIM_EXEC_REQUIRE_ZSH", "1")
             .status()
             .context("cannot run cargo test")?;

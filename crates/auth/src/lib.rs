@@ -8,6 +8,8 @@
 //! * [`MemoryStore`]: an in-memory double for tests.
 //! * [`open_store`] / [`open_store_from_env`]: backend selection (`AUTOGPT_SHIM_CREDENTIAL_STORE`).
 //! * [`tokens`]: OAuth tokens per deployment, with the legacy migration of 3.8.
+//! * [`oauth`]: login (authorization code + PKCE, loopback callback), refresh, revocation,
+//!   with fixed platform endpoints or an OpenID Connect issuer.
 //! * [`audit_key`]: loading (every command) and creating (`start` only) the audit key.
 //!
 //! See README.md for what this crate owns and must never do.
@@ -18,6 +20,7 @@ mod error;
 mod file_store;
 mod keychain;
 mod memory;
+pub mod oauth;
 mod secret;
 mod select;
 pub mod tokens;

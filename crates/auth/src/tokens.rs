@@ -73,17 +73,19 @@ pub fn load(store: &dyn CredentialStore, deployment_id: &str) -> Result<Tokens, 
     Ok(legacy)
 }
 
-/// Stores the present tokens of `deployment_id` (absent ones are left as they are).
+/// Stores the present tokens of `deployment_id` (absent ones are left as they are): the
+/// refresh token first, then the access token ([H-11]: a crash in between leaves a usable
+/// refresh token rather than an access token whose refresh token is gone).
 pub fn save(
     store: &dyn CredentialStore,
     deployment_id: &str,
     t: &Tokens,
 ) -> Result<(), CredentialError> {
-    if let Some(a) = &t.access {
-        store.set(&account::access_token(deployment_id), a)?;
-    }
     if let Some(r) = &t.refresh {
         store.set(&account::refresh_token(deployment_id), r)?;
+    }
+    if let Some(a) = &t.access {
+        store.set(&account::access_token(deployment_id), a)?;
     }
     Ok(())
 }

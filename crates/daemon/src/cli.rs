@@ -107,13 +107,17 @@ pub struct DemoArgs {
 /// The commands.
 #[derive(Debug, Clone, Subcommand)]
 pub enum Command {
-    /// Log in (OAuth); not available in this build.
-    Auth,
+    /// Log in: authorize this machine in a browser (OAuth, PKCE) and store the tokens.
+    Auth {
+        /// Only print the authorization URL; do not try to open a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
     /// Run the daemon.
     Start(StartArgs),
     /// Print the configuration summary.
     Status,
-    /// Revoke the stored tokens; not available in this build.
+    /// Revoke the stored tokens on the platform, then delete them locally.
     Revoke,
     /// Check the machine; not available in this build.
     Doctor,

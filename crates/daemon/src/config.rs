@@ -30,6 +30,8 @@ const KEYS: &[(&str, Kind)] = &[
     ("allow_insecure_platform_url", Kind::Bool),
     ("oauth_client_id", Kind::Str),
     ("oauth_redirect_port", Kind::Int),
+    // [addition] An OpenID Connect issuer instead of the fixed endpoints (docs/daemon.md).
+    ("oauth_issuer", Kind::Str),
     ("session_id", Kind::Str),
     ("machine_id", Kind::Str),
     ("display_name", Kind::Str),
@@ -67,6 +69,7 @@ const KEYS: &[(&str, Kind)] = &[
     ("ws_ping_interval_seconds", Kind::Float),
     ("ws_pong_timeout_seconds", Kind::Float),
     ("handshake_timeout_seconds", Kind::Float),
+    ("oauth_callback_timeout_seconds", Kind::Float),
 ];
 
 /// Environment names after the prefix that are not settings (4.6).
@@ -161,6 +164,8 @@ pub struct Tuning {
     pub ws_pong_timeout: Duration,
     /// Wait for `HELLO_ACK` (2.5): 10 s.
     pub handshake_timeout: Duration,
+    /// `auth`'s wait for the OAuth callback (AUDIT_AUTH_CLI.md 3.3 step 6): 300 s.
+    pub oauth_callback_timeout: Duration,
 }
 
 impl Default for Tuning {
@@ -172,6 +177,7 @@ impl Default for Tuning {
             ws_ping_interval: Duration::from_secs(20),
             ws_pong_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
+            oauth_callback_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -195,6 +201,9 @@ pub struct Settings {
     pub oauth_client_id: String,
     /// `oauth_redirect_port`.
     pub oauth_redirect_port: u16,
+    /// `oauth_issuer` [addition]: an OpenID Connect issuer whose discovery document supplies
+    /// the OAuth endpoints; `None` = the platform's fixed endpoints (3.2).
+    pub oauth_issuer: Option<String>,
     /// Trimmed legacy session id; `None` = machine control mode.
     pub session_id: Option<String>,
     /// `machine_id` override.
@@ -285,6 +294,18 @@ impl Settings {
             base.to_owned()
         };
         format!("{base}/ws/local-executor")
+    }
+
+    /// Where the OAuth endpoints come from: the issuer if one is configured, else the fixed
+    /// endpoints of 3.2.
+    pub fn oauth_source(&self) -> shim_auth::oauth::EndpointSource {
+        match &self.oauth_issuer {
+            Some(i) => shim_auth::oauth::EndpointSource::Issuer(i.clone()),
+            None => shim_auth::oauth::EndpointSource::Fixed {
+                http_base: self.http_base(),
+                oauth_base: self.platform_oauth_url.clone(),
+            },
+        }
     }
 
     /// The deployment id of 3.8: `<client_id>@<normalized HTTP base>`.
@@ -731,6 +752,13 @@ fn resolve(
         }
         None => None,
     };
+    let oauth_issuer = match opt_str(raw, "oauth_issuer") {
+        Some((u, loc)) => {
+            check_url(&loc, &u, &["https", "http"], allow_insecure)?;
+            Some(u)
+        }
+        None => None,
+    };
     let oauth_client_id = match raw.str("oauth_client_id") {
         Some(("", loc)) => return Err(ConfigError::new(loc, "must not be empty")),
         Some((s, _)) => s.to_owned(),
@@ -819,6 +847,10 @@ fn resolve(
         ws_ping_interval: tuning_key("ws_ping_interval_seconds", d.ws_ping_interval)?,
         ws_pong_timeout: tuning_key("ws_pong_timeout_seconds", d.ws_pong_timeout)?,
         handshake_timeout: tuning_key("handshake_timeout_seconds", d.handshake_timeout)?,
+        oauth_callback_timeout: tuning_key(
+            "oauth_callback_timeout_seconds",
+            d.oauth_callback_timeout,
+        )?,
     };
 
     Ok(Settings {
@@ -830,6 +862,7 @@ fn resolve(
         allow_insecure_platform_url: allow_insecure,
         oauth_client_id,
         oauth_redirect_port,
+        oauth_issuer,
         session_id,
         machine_id,
         display_name,

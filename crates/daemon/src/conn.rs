@@ -12,6 +12,7 @@ use futures_util::SinkExt;
 use futures_util::StreamExt;
 use shim_audit::AuditResult;
 use shim_audit::Map;
+use shim_auth::Secret;
 use shim_exec::ExecConfig;
 use shim_exec::Executor;
 use shim_jail::JailRoot;
@@ -50,6 +51,7 @@ use crate::handshake::LocalLimits;
 use crate::handshake::Negotiated;
 use crate::handshake::Role;
 use crate::machine::Machine;
+use crate::machine::RefreshFailure;
 
 /// How a runtime ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -472,26 +474,31 @@ impl Runtime {
             ))));
         }
         let mut retried = false;
-        let mut token = self.machine.tokens.current();
+        let mut token = match self.machine.tokens.current() {
+            Some(t) => t,
+            None => {
+                // Only a refresh token is stored: refresh before the first upgrade ([H-12]);
+                // that upgrade then counts as the retry after one refresh.
+                retried = true;
+                self.refreshed(None).await?
+            }
+        };
         loop {
-            let Some(tok) = token.clone() else {
-                return Err(ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
-                    format!(
-                        "not authenticated for {} — run autogpt-shim auth",
-                        s.deployment_id()
-                    ),
-                ))));
-            };
+            let tok = token.clone();
             let mut req = url.into_client_request().map_err(|e| {
                 ConnEnd::Terminal(Outcome::Failed(DaemonError::Other(format!(
                     "bad WebSocket URL: {e}"
                 ))))
             })?;
-            let header = format!("Bearer {tok}").parse().map_err(|_| {
-                ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
-                    "the stored access token is not a valid header value".into(),
-                )))
-            })?;
+            // The formatted value is zeroised when dropped; the header is marked sensitive.
+            let bearer = Secret::new(format!("Bearer {}", tok.expose()));
+            let mut header: tungstenite::http::HeaderValue =
+                bearer.expose().parse().map_err(|_| {
+                    ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
+                        "the stored access token is not a valid header value".into(),
+                    )))
+                })?;
+            header.set_sensitive(true);
             req.headers_mut().insert("authorization", header);
             let config = WebSocketConfig::default()
                 .max_message_size(Some(MAX_FRAME_BYTES))
@@ -510,6 +517,11 @@ impl Runtime {
                 Ok(Err(tungstenite::Error::Http(resp))) => {
                     let status = resp.status().as_u16();
                     match status {
+                        401 | 403 if retried => {
+                            return Err(ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
+                                format!("WebSocket upgrade answered {status} after one refresh"),
+                            ))));
+                        }
                         403 => {
                             return Err(ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
                                 format!(
@@ -517,17 +529,10 @@ impl Runtime {
                                 ),
                             ))));
                         }
-                        401 if !retried => {
-                            retried = true;
-                            match self.machine.tokens.after_unauthorized(&tok).await {
-                                Ok(t) => token = Some(t),
-                                Err(e) => return Err(ConnEnd::Terminal(Outcome::Failed(e))),
-                            }
-                        }
                         401 => {
-                            return Err(ConnEnd::Terminal(Outcome::Failed(DaemonError::Auth(
-                                "WebSocket upgrade answered 401 after one refresh".into(),
-                            ))));
+                            // 3.5: one refresh (single-flight), then one retry.
+                            retried = true;
+                            token = self.refreshed(Some(&tok)).await?;
                         }
                         _ => {
                             tracing::warn!(status, "upgrade refused; will retry");
@@ -544,6 +549,28 @@ impl Runtime {
                     return Err(ConnEnd::Error { handshook: false });
                 }
             }
+        }
+    }
+
+    /// A usable access token after a 401 (or before the first upgrade when only a refresh
+    /// token is stored): single-flight refresh of 3.5, `TOKEN_REFRESHED` when a token request
+    /// succeeded. Terminal failures end the runtime (exit 77); transient ones fail this
+    /// connection attempt, which backs off and starts again from the stored token.
+    async fn refreshed(&self, rejected: Option<&Secret>) -> Result<Secret, ConnEnd> {
+        let r = tokio::select! {
+            r = self.machine.tokens.after_unauthorized(rejected) => r,
+            () = self.stop.cancelled() => return Err(ConnEnd::Terminal(Outcome::Stopped)),
+            () = self.machine.shutdown.cancelled() => return Err(ConnEnd::Terminal(Outcome::Stopped)),
+        };
+        match r {
+            Ok((t, requested)) => {
+                if requested {
+                    self.audit_or_fail("TOKEN_REFRESHED", Map::new()).await?;
+                }
+                Ok(t)
+            }
+            Err(RefreshFailure::Terminal(e)) => Err(ConnEnd::Terminal(Outcome::Failed(e))),
+            Err(RefreshFailure::Transient) => Err(ConnEnd::Error { handshook: false }),
         }
     }
 

@@ -25,6 +25,7 @@ mod control;
 mod cu;
 mod data;
 mod machine;
+mod oauth_cli;
 
 use std::io::IsTerminal;
 use std::io::Write;
@@ -263,7 +264,9 @@ pub fn run(cli: Cli) -> u8 {
                 }
             }
         }
-        Command::Auth | Command::Revoke | Command::Doctor => {
+        Command::Auth { no_browser } => oauth_cli::auth(&sources, !*no_browser),
+        Command::Revoke => oauth_cli::revoke(&sources),
+        Command::Doctor => {
             let _ = writeln!(
                 stderr,
                 "This command is not available in this build of autogpt-shim yet."

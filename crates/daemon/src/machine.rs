@@ -6,6 +6,9 @@ use std::sync::Mutex;
 
 use shim_audit::AuditKey;
 use shim_auth::CredentialStore;
+use shim_auth::Secret;
+use shim_auth::oauth::OAuthClient;
+use shim_auth::oauth::RefreshError;
 use shim_exec::CommandLimiter;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -15,11 +18,26 @@ use crate::config::Settings;
 use crate::error::DaemonError;
 use crate::handshake::Identity;
 
-/// The OAuth tokens of this deployment (AUDIT_AUTH_CLI.md 3.4-3.5).
+/// How an attempt to get a usable access token after a 401 failed (3.5 [H-13]).
+#[derive(Debug)]
+pub(crate) enum RefreshFailure {
+    /// Log in again: exit 77.
+    Terminal(DaemonError),
+    /// Network, timeout, 5xx: this connection attempt failed; back off and retry (the
+    /// reason is logged where it happened).
+    Transient,
+}
+
+/// The message of 3.5 for a terminal refresh failure.
+const REFRESH_FAILED: &str = "WebSocket authentication failed and the single token refresh failed";
+
+/// The OAuth tokens of this deployment (AUDIT_AUTH_CLI.md 3.4-3.5) and the process-wide
+/// refresh lock every connection (control and children) shares.
 pub(crate) struct Tokens {
     store: Box<dyn CredentialStore>,
     deployment: String,
-    access: Mutex<Option<String>>,
+    oauth: OAuthClient,
+    access: Mutex<Option<Secret>>,
     refresh_lock: tokio::sync::Mutex<()>,
 }
 
@@ -33,73 +51,101 @@ impl std::fmt::Debug for Tokens {
 
 impl Tokens {
     /// Reads the stored tokens of `deployment`. Fails with exit 77 when neither an access
-    /// nor a refresh token exists ([H-12]).
+    /// nor a refresh token exists ([H-12]). With only a refresh token, the first connection
+    /// refreshes before its first upgrade.
     pub(crate) fn load(
         store: Box<dyn CredentialStore>,
         deployment: &str,
+        oauth: OAuthClient,
     ) -> Result<Tokens, DaemonError> {
-        let read = |account: String| -> Result<Option<String>, DaemonError> {
-            store
-                .get(&account)
-                .map(|s| s.map(|s| s.expose().to_owned()).filter(|s| !s.is_empty()))
-                .map_err(|e| DaemonError::Auth(format!("cannot read the credential store: {e}")))
-        };
-        let access = read(shim_auth::account::access_token(deployment))?;
-        let refresh = read(shim_auth::account::refresh_token(deployment))?;
-        match (&access, &refresh) {
-            (None, None) => Err(DaemonError::Auth(format!(
+        let t = shim_auth::tokens::load(store.as_ref(), deployment)
+            .map_err(|e| DaemonError::Auth(format!("cannot read the credential store: {e}")))?;
+        let nonempty = |s: Option<Secret>| s.filter(|s| !s.expose().is_empty());
+        let access = nonempty(t.access);
+        let refresh = nonempty(t.refresh);
+        if access.is_none() && refresh.is_none() {
+            return Err(DaemonError::Auth(format!(
                 "not authenticated for {deployment} — run autogpt-shim auth"
-            ))),
-            (None, Some(_)) => Err(DaemonError::Auth(format!(
-                "only a refresh token is stored for {deployment}, and token refresh is not available in this build — run autogpt-shim auth"
-            ))),
-            _ => Ok(Tokens {
-                store,
-                deployment: deployment.to_owned(),
-                access: Mutex::new(access),
-                refresh_lock: tokio::sync::Mutex::new(()),
-            }),
+            )));
         }
+        Ok(Tokens {
+            store,
+            deployment: deployment.to_owned(),
+            oauth,
+            access: Mutex::new(access),
+            refresh_lock: tokio::sync::Mutex::new(()),
+        })
     }
 
     /// The current access token.
-    pub(crate) fn current(&self) -> Option<String> {
+    pub(crate) fn current(&self) -> Option<Secret> {
         self.access.lock().ok().and_then(|a| a.clone())
     }
 
-    /// After an upgrade answered 401 with `rejected` (3.5): single-flight; if the stored
-    /// token already differs, use it. Otherwise the refresh would be needed; without a
-    /// refresh token that is terminal, and the refresh itself is not in this build.
-    pub(crate) async fn after_unauthorized(&self, rejected: &str) -> Result<String, DaemonError> {
+    fn stored(&self, account: &str) -> Result<Option<Secret>, RefreshFailure> {
+        self.store
+            .get(account)
+            .map(|s| s.filter(|s| !s.expose().is_empty()))
+            .map_err(|e| {
+                RefreshFailure::Terminal(DaemonError::Auth(format!(
+                    "cannot read the credential store: {e}"
+                )))
+            })
+    }
+
+    /// After an upgrade answered 401 with `rejected` (`None`: there was no access token to
+    /// send) (3.5): single-flight across the process; if the stored access token already
+    /// differs from the rejected one, another connection refreshed, so it is used without a
+    /// token request. Otherwise one refresh: the rotated refresh token (if any) is stored
+    /// first, then the access token ([H-11]). Returns the token to retry with and whether a
+    /// token request was made (the caller writes `TOKEN_REFRESHED`).
+    pub(crate) async fn after_unauthorized(
+        &self,
+        rejected: Option<&Secret>,
+    ) -> Result<(Secret, bool), RefreshFailure> {
         let _guard = self.refresh_lock.lock().await;
-        let account = shim_auth::account::access_token(&self.deployment);
-        let stored = self
-            .store
-            .get(&account)
-            .ok()
-            .flatten()
-            .map(|s| s.expose().to_owned())
-            .filter(|s| !s.is_empty());
-        if let Some(s) = stored
-            && s != rejected
+        let access_account = shim_auth::account::access_token(&self.deployment);
+        if let Some(s) = self.stored(&access_account)?
+            && rejected.is_none_or(|r| r.expose() != s.expose())
         {
             if let Ok(mut a) = self.access.lock() {
                 *a = Some(s.clone());
             }
-            return Ok(s);
+            return Ok((s, false));
         }
-        let refresh = self
-            .store
-            .get(&shim_auth::account::refresh_token(&self.deployment))
-            .ok()
-            .flatten()
-            .filter(|s| !s.expose().is_empty());
-        Err(DaemonError::Auth(if refresh.is_none() {
-            "WebSocket authentication failed and no refresh token is stored — run autogpt-shim auth"
-                .to_owned()
-        } else {
-            "WebSocket authentication failed (401) and token refresh is not available in this build — run autogpt-shim auth".to_owned()
-        }))
+        let Some(refresh) = self.stored(&shim_auth::account::refresh_token(&self.deployment))?
+        else {
+            return Err(RefreshFailure::Terminal(DaemonError::Auth(format!(
+                "{REFRESH_FAILED}: no refresh token is stored — run autogpt-shim auth"
+            ))));
+        };
+        let new = match self.oauth.refresh(&refresh).await {
+            Ok(t) => t,
+            Err(RefreshError::Terminal(why)) => {
+                tracing::warn!(reason = %why, "token refresh refused");
+                return Err(RefreshFailure::Terminal(DaemonError::Auth(format!(
+                    "{REFRESH_FAILED} ({why}) — run autogpt-shim auth"
+                ))));
+            }
+            Err(RefreshError::Transient(why)) => {
+                tracing::warn!(reason = %why, "token refresh failed; will retry");
+                return Err(RefreshFailure::Transient);
+            }
+        };
+        let pair = shim_auth::tokens::Tokens {
+            access: Some(new.access.clone()),
+            refresh: new.refresh.clone(),
+        };
+        shim_auth::tokens::save(self.store.as_ref(), &self.deployment, &pair).map_err(|e| {
+            RefreshFailure::Terminal(DaemonError::Auth(format!(
+                "cannot store the refreshed tokens: {e}"
+            )))
+        })?;
+        if let Ok(mut a) = self.access.lock() {
+            *a = Some(new.access.clone());
+        }
+        tracing::info!(rotated = new.refresh.is_some(), "access token refreshed");
+        Ok((new.access, true))
     }
 }
 

@@ -167,7 +167,10 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     }
 
     // Step 4: credentials ([H-12]).
-    let tokens = Tokens::load(store, &settings.deployment_id())?;
+    let oauth =
+        shim_auth::oauth::OAuthClient::new(&settings.oauth_client_id, settings.oauth_source())
+            .map_err(|e| DaemonError::Other(e.to_string()))?;
+    let tokens = Tokens::load(store, &settings.deployment_id(), oauth)?;
 
     // Legacy mode: the jail root must open (fail closed).
     let jail = match &settings.session_id {

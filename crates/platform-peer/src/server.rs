@@ -72,6 +72,9 @@ impl Default for AckConfig {
 pub struct PeerConfig {
     /// Accepted bearer tokens; an empty list accepts any non-empty token.
     pub tokens: Vec<String>,
+    /// Bearer tokens answered 401 even when `tokens` would accept them (an access token an
+    /// independent OpenID provider issued and the test declares expired).
+    pub refused_tokens: Vec<String>,
     /// When false every upgrade gets 403 "Local PC executor is not enabled".
     pub feature_enabled: bool,
     /// Data-route bindings `session_id → (machine_id, allowed_root)`. When set for a
@@ -90,6 +93,7 @@ impl Default for PeerConfig {
     fn default() -> Self {
         PeerConfig {
             tokens: Vec::new(),
+            refused_tokens: Vec::new(),
             feature_enabled: true,
             bindings: HashMap::new(),
             require_binding: false,
@@ -390,7 +394,9 @@ fn check_upgrade(
     let Some(token) = token else {
         return Err((401, "Missing bearer token"));
     };
-    if !config.tokens.is_empty() && !config.tokens.iter().any(|t| t == token) {
+    if (!config.tokens.is_empty() && !config.tokens.iter().any(|t| t == token))
+        || config.refused_tokens.iter().any(|t| t == token)
+    {
         return Err((401, "Invalid or expired token"));
     }
     if !config.feature_enabled {

@@ -593,20 +593,6 @@ async fn upgrade_403_is_terminal_77() {
 }
 
 #[tokio::test]
-async fn upgrade_401_without_a_new_token_is_terminal_77() {
-    let env = Env::new(PeerConfig::default()).await;
-    let records_before = env.peer.token_requests("refresh_token");
-    // The peer stops accepting the stored token: the upgrade gets 401.
-    env.peer
-        .expire_access_token(crate::suite::harness::ACCESS_TOKEN);
-    let child = env.start_legacy(SID, &[]);
-    let (exit, _, err) = finish(child, T).await;
-    assert_eq!(exit, 77, "{err}");
-    assert!(err.contains("Authentication failed"), "{err}");
-    assert_eq!(env.peer.token_requests("refresh_token"), records_before);
-}
-
-#[tokio::test]
 async fn sigkill_during_a_long_command_leaves_no_descendant() {
     let env = Env::new(PeerConfig::default()).await;
     let mut child = env.start_legacy(SID, &["--enable-shell"]);

@@ -7,3 +7,4 @@ mod control;
 mod cu;
 pub(crate) mod harness;
 mod legacy;
+mod oauth;
