@@ -149,14 +149,24 @@ impl Xvfb {
         self.spawn("openbox", &["--sm-disable"]);
         let c = self.conn();
         let ok = wait_for(Duration::from_secs(20), || {
-            let a = intern(&c, "_NET_SUPPORTING_WM_CHECK");
+            // Fully managed: the check window names itself and the client list exists.
             let root = c.setup().roots[0].root;
-            let r = c
-                .get_property(false, root, a, AtomEnum::WINDOW, 0, 1)
-                .ok()?
-                .reply()
-                .ok()?;
-            (r.value_len > 0).then_some(())
+            let prop = |w: u32, name: &str, ty: AtomEnum| {
+                let a = intern(&c, name);
+                c.get_property(false, w, a, ty, 0, 1)
+                    .ok()?
+                    .reply()
+                    .ok()
+                    .filter(|r| r.type_ != 0)
+            };
+            let check = prop(root, "_NET_SUPPORTING_WM_CHECK", AtomEnum::WINDOW)?
+                .value32()?
+                .next()?;
+            let own = prop(check, "_NET_SUPPORTING_WM_CHECK", AtomEnum::WINDOW)?
+                .value32()?
+                .next()?;
+            prop(root, "_NET_CLIENT_LIST", AtomEnum::WINDOW)?;
+            (own == check).then_some(())
         });
         assert!(ok.is_some(), "openbox did not start");
     }

@@ -84,22 +84,26 @@ fn openbox_list_focus_stale_ids_and_apps() {
         a.bounds
     );
 
-    // Focus alternates the root's _NET_ACTIVE_WINDOW.
-    let before = rig.x.active_window();
-    assert!(focus(&rig, &a.window_id).reply.is_ok());
-    let act_a = wait_for(T, || {
-        Some(rig.x.active_window()).filter(|w| *w != 0 && *w != before)
-    })
-    .unwrap_or(0);
-    assert!(focus(&rig, &b.window_id).reply.is_ok());
-    let act_b =
-        wait_for(T, || Some(rig.x.active_window()).filter(|w| *w != act_a)).unwrap_or(act_a);
-    assert_ne!(act_a, act_b);
-    assert!(focus(&rig, &a.window_id).reply.is_ok());
-    assert_eq!(
-        wait_for(T, || Some(rig.x.active_window()).filter(|w| *w == act_a)),
-        Some(act_a)
-    );
+    // Focus alternates the root's _NET_ACTIVE_WINDOW (window ids found independently).
+    let xid = |title: &str| -> u32 {
+        let out = run(
+            &rig.x.display,
+            "xdotool",
+            &["search", "--name", &format!("^{title}$")],
+        );
+        out.lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .expect("xdotool found the window")
+    };
+    let (xa, xb) = (xid("alpha"), xid("beta"));
+    for (id, want) in [(&a.window_id, xa), (&b.window_id, xb), (&a.window_id, xa)] {
+        assert!(focus(&rig, id).reply.is_ok());
+        assert_eq!(
+            wait_for(T, || Some(rig.x.active_window()).filter(|w| *w == want)),
+            Some(want)
+        );
+    }
 
     // Apps: the xterm pids with their executable.
     let Reply::Apps(apps) = rig.ok(Request::AppList(Default::default())) else {
