@@ -227,6 +227,12 @@ pub trait Clipboard: Send + Sync {
     fn counter(&self) -> Option<u64>;
     /// Writes text; returns the counter after the write when known.
     fn write(&self, text: &str) -> CuResult<Option<u64>>;
+    /// How many text conversions of our own content were served so far, when the
+    /// backend can tell (X11): the paste path then restores as soon as the target
+    /// application fetched the pasted text instead of after a fixed delay.
+    fn served(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Read-only OS permission probes (4.8).

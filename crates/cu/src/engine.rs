@@ -80,6 +80,10 @@ pub const DRAG_SEGMENT: Duration = Duration::from_millis(10);
 /// Wait before restoring the clipboard after a paste (the spec's minimum is 50 ms; the
 /// target application must have fetched the selection by then).
 pub const PASTE_RESTORE_DELAY: Duration = Duration::from_millis(300);
+/// Minimum wait before the restore (4.2.2 step 5).
+pub const PASTE_MIN_WAIT: Duration = Duration::from_millis(50);
+/// Longest wait for the target application to fetch the pasted text (X11).
+pub const PASTE_FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 /// Most windows returned by one listing.
 pub const MAX_WINDOWS: usize = 500;
 
@@ -786,11 +790,22 @@ impl Engine {
             HostKind::MacOs => Key::Mod(Modifier::Super),
             _ => Key::Mod(Modifier::Ctrl),
         };
+        let served_before = clip.served();
         drop(Held::press(&self.desktop, &[chord, Key::Char('v')])?);
         if let Some(snap) = snapshot
             && let Some(prior) = snap.text
         {
-            std::thread::sleep(PASTE_RESTORE_DELAY);
+            std::thread::sleep(PASTE_MIN_WAIT);
+            match served_before {
+                // Restore once the target fetched the text (bounded).
+                Some(before) => {
+                    let deadline = Instant::now() + PASTE_FETCH_TIMEOUT;
+                    while clip.served().is_some_and(|n| n <= before) && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+                None => std::thread::sleep(PASTE_RESTORE_DELAY),
+            }
             let now = clip.counter();
             let changed = matches!((snap.counter, now), (Some(s), Some(n)) if n > s + 1);
             // Concealed content is never republished without its marker; the restore

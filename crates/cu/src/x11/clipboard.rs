@@ -75,6 +75,8 @@ struct Incr {
 struct OwnerState {
     data: Option<Arc<Vec<u8>>>,
     counter: u64,
+    /// Text conversions answered with our content.
+    served: u64,
     xfixes: bool,
 }
 
@@ -184,6 +186,12 @@ fn serve(conn: &RustConnection, window: Window, atoms: Atoms, shared: &Shared) {
             Event::SelectionRequest(e) => {
                 let data = shared.state.lock().ok().and_then(|s| s.data.clone());
                 let prop = answer(conn, &atoms, &e, data, &mut incr);
+                if prop != u32::from(AtomEnum::NONE)
+                    && e.target != atoms.TARGETS
+                    && let Ok(mut s) = shared.state.lock()
+                {
+                    s.served += 1;
+                }
                 let notify = SelectionNotifyEvent {
                     response_type: x11rb::protocol::xproto::SELECTION_NOTIFY_EVENT,
                     sequence: 0,
@@ -425,6 +433,10 @@ impl Clipboard for X11Clipboard {
     fn counter(&self) -> Option<u64> {
         let s = self.shared.state.lock().ok()?;
         s.xfixes.then_some(s.counter)
+    }
+
+    fn served(&self) -> Option<u64> {
+        self.shared.state.lock().ok().map(|s| s.served)
     }
 
     fn write(&self, text: &str) -> CuResult<Option<u64>> {
