@@ -26,18 +26,15 @@ pub fn png(img: &Image) -> CuResult<Vec<u8>> {
 /// Encodes baseline RGB JPEG at `quality`, clamped to 1..=100.
 pub fn jpeg(img: &Image, quality: i64) -> CuResult<Vec<u8>> {
     let q = u8::try_from(quality.clamp(1, 100)).unwrap_or(75);
-    let (w, h) = match (u16::try_from(img.width), u16::try_from(img.height)) {
-        (Ok(w), Ok(h)) => (w, h),
-        _ => {
-            return Err(CuError::internal(
-                "image too large for JPEG (65535 pixels per side)",
-            ));
-        }
-    };
     let mut out = Vec::with_capacity(img.rgb.len() / 10);
-    let enc = jpeg_encoder::Encoder::new(&mut out, q);
-    enc.encode(&img.rgb, w, h, jpeg_encoder::ColorType::Rgb)
-        .map_err(|e| CuError::internal(format!("JPEG encoding failed: {e}")))?;
+    let mut enc = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, q);
+    enc.encode(
+        &img.rgb,
+        img.width,
+        img.height,
+        image::ExtendedColorType::Rgb8,
+    )
+    .map_err(|e| CuError::internal(format!("JPEG encoding failed: {e}")))?;
     Ok(out)
 }
 
