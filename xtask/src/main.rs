@@ -38,6 +38,10 @@ const TEST_PACKAGES: &[&str] = &[
     "xterm",
     "xdotool",
     "xclip",
+    // Computer-use tests: xsetroot/xrandr, xclock, xprop.
+    "x11-xserver-utils",
+    "x11-apps",
+    "x11-utils",
     "keyutils",
     "dbus",
     "gnome-keyring",
@@ -54,12 +58,13 @@ const WINDOWS_CHECK_PACKAGES: &[&str] = &[
     "shim-exec",
     "shim-audit",
     "shim-auth",
+    "shim-cu",
 ];
 
 /// Packages `check-targets` checks for macOS: those whose dependencies need no C
 /// toolchain for it (ring's build script needs the macOS SDK's TargetConditionals.h,
 /// which a Debian machine does not have).
-const MACOS_CHECK_PACKAGES: &[&str] = &["shim-protocol", "shim-jail", "shim-exec"];
+const MACOS_CHECK_PACKAGES: &[&str] = &["shim-protocol", "shim-jail", "shim-exec", "shim-cu"];
 
 /// Targets `check-targets` checks: (target, Debian package of its C cross-compiler or "",
 /// packages to check).
@@ -105,7 +110,7 @@ enum Cmd {
     CheckTargets,
     /// Run a benchmark that prints figures.
     Bench {
-        /// Which: audit, e2e.
+        /// Which: audit, e2e, cu.
         what: String,
     },
 }
@@ -167,7 +172,9 @@ fn run(cmd: Cmd) -> Result<()> {
                     bin,
                 ])
             }
-            other => bail!("unknown benchmark {other:?}; known: audit, e2e"),
+            // Needs Xvfb (started by the example itself).
+            "cu" => cargo(&["run", "--release", "-p", "shim-cu", "--example", "bench_cu"]),
+            other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu"),
         },
     }
 }
@@ -227,6 +234,7 @@ fn ci(root: &Path) -> Result<()> {
             .context("cannot run cargo test")?;
         check(status, "cargo test --workspace")
     })?;
+    step("other targets (best effort)", check_targets)?;
     step("licences, bans and sources", || {
         // The advisory database cannot be fetched on our machines.
         cargo(&[
@@ -250,7 +258,6 @@ fn ci(root: &Path) -> Result<()> {
         }
         Ok(())
     })?;
-    step("other targets", check_targets)?;
     step("demo", demo)?;
     println!("xtask: all checks passed");
     Ok(())

@@ -50,6 +50,10 @@ const KEYS: &[(&str, Kind)] = &[
     ("max_file_size_bytes", Kind::Int),
     ("max_commands_per_minute", Kind::Int),
     ("max_screenshots_per_minute", Kind::Int),
+    // Computer use [addition]: a private X display to drive, and screen rectangles
+    // ("x1,y1,x2,y2", desktop coordinates) blacked out in every screenshot.
+    ("computer_use_display", Kind::Str),
+    ("computer_use_masked_regions", Kind::StrList),
     ("reconnect_base_delay", Kind::Float),
     ("reconnect_max_delay", Kind::Float),
     ("reconnect_jitter_seconds", Kind::Float),
@@ -236,6 +240,11 @@ pub struct Settings {
     pub max_commands_per_minute: u32,
     /// Screenshots per sliding minute.
     pub max_screenshots_per_minute: u32,
+    /// `computer_use_display`: the X display computer use drives instead of `DISPLAY`.
+    pub computer_use_display: Option<String>,
+    /// `computer_use_masked_regions`: `[x1, y1, x2, y2)` rectangles blacked out before
+    /// any screenshot is encoded.
+    pub computer_use_masked_regions: Vec<[i64; 4]>,
     /// Backoff base, seconds.
     pub reconnect_base_delay: f64,
     /// Backoff cap, seconds.
@@ -681,6 +690,32 @@ pub fn load(src: &ConfigSources) -> Result<Settings, ConfigError> {
     resolve(&raw, src, path)
 }
 
+/// Parses `computer_use_masked_regions`: each entry `"x1,y1,x2,y2"` with x1 < x2, y1 < y2.
+fn masked_regions(raw: &Raw) -> Result<Vec<[i64; 4]>, ConfigError> {
+    let Some((Val::List(items), _, loc)) = raw.vals.get("computer_use_masked_regions") else {
+        return Ok(Vec::new());
+    };
+    items
+        .iter()
+        .map(|item| {
+            let n: Vec<i64> = item
+                .split(',')
+                .map(|p| p.trim().parse::<i64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| {
+                    ConfigError::new(loc.clone(), format!("'{item}' is not \"x1,y1,x2,y2\""))
+                })?;
+            match n[..] {
+                [x1, y1, x2, y2] if x1 < x2 && y1 < y2 => Ok([x1, y1, x2, y2]),
+                _ => Err(ConfigError::new(
+                    loc.clone(),
+                    format!("'{item}' is not \"x1,y1,x2,y2\" with x1 < x2 and y1 < y2"),
+                )),
+            }
+        })
+        .collect()
+}
+
 fn opt_str(raw: &Raw, key: &str) -> Option<(String, String)> {
     raw.str(key)
         .filter(|(s, _)| !s.is_empty())
@@ -846,6 +881,8 @@ fn resolve(
         max_file_size_bytes,
         max_commands_per_minute,
         max_screenshots_per_minute,
+        computer_use_display: opt_str(raw, "computer_use_display").map(|(s, _)| s),
+        computer_use_masked_regions: masked_regions(raw)?,
         reconnect_base_delay,
         reconnect_max_delay,
         reconnect_jitter_seconds,

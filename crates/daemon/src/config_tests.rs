@@ -265,3 +265,32 @@ fn deployment_id_normalisation() {
         "http://127.0.0.1:8080/base"
     );
 }
+
+#[test]
+fn computer_use_display_and_masked_regions() {
+    let (src, _d) = sources(
+        &[
+            ("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", ":77"),
+            (
+                "AUTOGPT_SHIM_COMPUTER_USE_MASKED_REGIONS",
+                r#"["0,0,100,50", " 10 , 20 , 30 , 40 "]"#,
+            ),
+        ],
+        FlagOverrides::default(),
+        None,
+    );
+    let s = load(&src).unwrap();
+    assert_eq!(s.computer_use_display.as_deref(), Some(":77"));
+    assert_eq!(
+        s.computer_use_masked_regions,
+        vec![[0, 0, 100, 50], [10, 20, 30, 40]]
+    );
+    for bad in [r#"["1,2,3"]"#, r#"["5,0,1,9"]"#, r#"["a,b,c,d"]"#] {
+        let (src, _d) = sources(
+            &[("AUTOGPT_SHIM_COMPUTER_USE_MASKED_REGIONS", bad)],
+            FlagOverrides::default(),
+            None,
+        );
+        assert!(load(&src).is_err(), "{bad}");
+    }
+}

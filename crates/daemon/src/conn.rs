@@ -77,6 +77,8 @@ pub(crate) struct Runtime {
     pub(crate) control: Option<Arc<crate::control::Control>>,
     /// Whether this runtime acquires the machine-wide work semaphore (children).
     pub(crate) uses_work_limit: bool,
+    /// Computer-use state of this runtime (window ids, clipboard writeback).
+    pub(crate) cu: Arc<crate::cu::CuSession>,
 }
 
 enum ConnEnd {
@@ -332,11 +334,12 @@ impl Runtime {
 
         // HELLO (5.1).
         let role = self.role.clone();
-        let hello = handshake::build_hello(
+        let mut hello = handshake::build_hello(
             &self.machine.identity,
             &role,
             self.machine.settings.enable_shell,
         );
+        crate::cu::advertise(&self.machine, &self.cu, &mut hello).await;
         let hello_id = uuid::Uuid::new_v4().to_string();
         let text =
             match frame::encode_shim(&hello_id, now_ts(), None, &Message::Hello(hello.clone())) {
@@ -840,9 +843,12 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
     let is_control = matches!(rt.role, Role::Control);
     // Step 7: the control connection never executes anything (6.3).
     if is_control && !ty.is_control_request() {
-        rt.audit
-            .refusal(ty.as_str(), &f.id, &ErrorCode::FeatureNotSupported)
-            .await?;
+        // COMPUTER_USE_HW.md 1.3: computer-use refusals at steps 1-2 are not audited.
+        if !crate::cu::is_cu(ty) {
+            rt.audit
+                .refusal(ty.as_str(), &f.id, &ErrorCode::FeatureNotSupported)
+                .await?;
+        }
         return Ok(Some(error_msg(
             ErrorCode::FeatureNotSupported,
             "Execution operations require an activated per-session data connection.",
@@ -854,9 +860,11 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         return Ok(None);
     };
     if !conn.negotiated.is_granted(&cap) {
-        rt.audit
-            .refusal(ty.as_str(), &f.id, &ErrorCode::CapabilityNotGranted)
-            .await?;
+        if !crate::cu::is_cu(ty) {
+            rt.audit
+                .refusal(ty.as_str(), &f.id, &ErrorCode::CapabilityNotGranted)
+                .await?;
+        }
         return Ok(Some(Message::Error(ErrorPayload::with_details(
             ErrorCode::CapabilityNotGranted,
             format!(
@@ -907,6 +915,13 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         Message::FileDelete(p) => data.delete(id, p).await,
         Message::FileMove(p) => data.rename(id, p).await,
         Message::ExecuteCommand(p) => data.execute(id, p).await,
+        m if crate::cu::is_cu(ty) => {
+            let max = conn.negotiated.limits.max_file_size_bytes;
+            match crate::cu::handle(&rt.cu, &rt.audit, max, id, &m).await {
+                Some(r) => r,
+                None => Ok(crate::cu::not_enabled()),
+            }
+        }
         _ => {
             // Computer use, local LLM, recording and hardware are never advertised, so
             // they cannot be granted; this is the handler's defence in depth (6.2).

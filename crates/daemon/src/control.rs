@@ -802,6 +802,7 @@ impl Control {
             activity: activity.clone(),
             control: None,
             uses_work_limit: true,
+            cu: Default::default(),
         };
         let generation = {
             let mut g = self

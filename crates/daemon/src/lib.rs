@@ -23,6 +23,7 @@ mod alloc;
 mod auditor;
 mod conn;
 mod control;
+mod cu;
 mod data;
 mod machine;
 mod oauth_cli;

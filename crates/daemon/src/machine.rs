@@ -161,4 +161,6 @@ pub(crate) struct Machine {
     pub(crate) shutdown: CancellationToken,
     /// The machine-wide work semaphore (10.3), recreated at each control handshake.
     pub(crate) work_sem: Mutex<Option<Arc<Semaphore>>>,
+    /// Computer use: the machine-wide lock, rate window and backend.
+    pub(crate) cu: crate::cu::CuMachine,
 }

@@ -112,9 +112,9 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             "WARNING: shell execution is enabled. Shell commands can do anything your user account can do."
         );
     }
-    if settings.enable_computer_use || settings.enable_local_llm || settings.enable_hardware {
+    if settings.enable_local_llm || settings.enable_hardware {
         tracing::warn!(
-            "computer use, local LLM and hardware are not available in this build; they are not advertised"
+            "local LLM and hardware are not available in this build; they are not advertised"
         );
     }
     let _ = out.flush();
@@ -224,6 +224,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         tokens,
         shutdown: shutdown.clone(),
         work_sem: Mutex::new(None),
+        cu: crate::cu::CuMachine::new(&settings),
     });
 
     let outcome = match (&settings.session_id, jail) {
@@ -240,6 +241,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
                 activity: Arc::new(Mutex::new(Instant::now())),
                 control: None,
                 uses_work_limit: false,
+                cu: Default::default(),
             };
             rt.run().await
         }
@@ -256,6 +258,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
                 activity: Arc::new(Mutex::new(Instant::now())),
                 control: Some(control.clone()),
                 uses_work_limit: false,
+                cu: Default::default(),
             };
             let o = rt.run().await;
             reaper_stop.cancel();

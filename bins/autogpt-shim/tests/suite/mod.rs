@@ -3,6 +3,8 @@
 
 mod cli;
 mod control;
+#[cfg(target_os = "linux")]
+mod cu;
 mod edge;
 pub(crate) mod harness;
 mod legacy;

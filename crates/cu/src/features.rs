@@ -1,0 +1,100 @@
+//! Session classification (COMPUTER_USE_HW.md 2.2) and the advertised feature lists.
+
+use crate::backend::HostKind;
+
+/// The Linux session kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinuxSession {
+    /// Wayland (never advertised, even with `DISPLAY` set: XWayland only reaches X clients).
+    Wayland,
+    /// `DISPLAY` set (the X connection is tried by the caller).
+    X11,
+    /// Nothing usable.
+    None,
+}
+
+/// Classifies from the environment values (rule 1 and the first half of rule 2).
+pub fn classify_linux(
+    xdg_session_type: Option<&str>,
+    wayland_display: Option<&str>,
+    display: Option<&str>,
+) -> LinuxSession {
+    if xdg_session_type.is_some_and(|s| s.trim().eq_ignore_ascii_case("wayland"))
+        || wayland_display.is_some_and(|s| !s.is_empty())
+    {
+        return LinuxSession::Wayland;
+    }
+    if display.is_some_and(|s| !s.is_empty()) {
+        return LinuxSession::X11;
+    }
+    LinuxSession::None
+}
+
+/// The feature lists of one connection, fixed until the next HELLO.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Features {
+    /// `computer_use_features_coarse`.
+    pub coarse: Vec<&'static str>,
+    /// `computer_use_features`.
+    pub fine: Vec<&'static str>,
+}
+
+impl Features {
+    /// Builds the lists of 2.2 in the order given there.
+    pub fn for_host(kind: HostKind, windows: bool, clipboard: bool) -> Features {
+        let (windows, screenshot_window) = match kind {
+            HostKind::X11 => (windows, false),
+            HostKind::MacOs | HostKind::Windows => (true, true),
+        };
+        let mut coarse = vec!["screenshot", "input"];
+        if windows {
+            coarse.push("windows");
+        }
+        coarse.push("apps");
+        if clipboard {
+            coarse.push("clipboard");
+        }
+        coarse.push("permissions");
+        let mut fine = vec!["screenshot.region"];
+        if screenshot_window {
+            fine.push("screenshot.window");
+        }
+        fine.extend([
+            "input.click.modifiers",
+            "input.click.button",
+            "input.drag.path",
+            "input.key.hold",
+            "input.mouse.down_up",
+            "input.scroll.amount",
+            "input.wait",
+            "cursor.position",
+            "display.info",
+        ]);
+        if windows {
+            fine.extend(["window.list", "window.focus"]);
+        }
+        fine.extend(["app.list", "app.launch"]);
+        if clipboard {
+            fine.extend(["clipboard.read", "clipboard.write"]);
+        }
+        fine.push("permissions.check");
+        Features { coarse, fine }
+    }
+
+    /// Whether `name` (coarse or fine) is advertised.
+    pub fn has(&self, name: &str) -> bool {
+        self.coarse.contains(&name) || self.fine.contains(&name)
+    }
+
+    /// Owned strings for the HELLO.
+    pub fn to_wire(&self) -> (Vec<String>, Vec<String>) {
+        (
+            self.fine.iter().map(|s| (*s).to_owned()).collect(),
+            self.coarse.iter().map(|s| (*s).to_owned()).collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+#[path = "features_tests.rs"]
+mod tests;

@@ -1,0 +1,76 @@
+//! Computer use (COMPUTER_USE_HW.md sections 0-7): screenshots, input, windows,
+//! applications, the clipboard and permission checks.
+//!
+//! One trait per concern lives in [`backend`]; each OS implements them in its own module
+//! and [`open`] chooses the backend in one place by `cfg(target_os)`. The
+//! OS-independent rules (gating, bounds, rate limit, window ids, clipboard policy, audit
+//! details) live in [`engine`].
+
+pub mod backend;
+pub mod encode;
+pub mod engine;
+pub mod error;
+pub mod features;
+pub mod keys;
+pub mod policy;
+#[cfg(target_os = "linux")]
+pub mod testing;
+
+#[cfg(target_os = "linux")]
+pub mod x11;
+
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(any(target_os = "macos", target_os = "windows"))]
+mod portable;
+#[cfg(target_os = "windows")]
+mod windows;
+
+pub use backend::Desktop;
+pub use engine::Engine;
+pub use engine::EngineConfig;
+pub use error::CuError;
+
+/// Why no backend could be opened; the capability is then not advertised.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// A Wayland session (never advertised).
+    #[error("Wayland session: computer use needs X11")]
+    Wayland,
+    /// No display server reachable.
+    #[error("no display: {0}")]
+    NoDisplay(String),
+    /// WSL2 or an OS without a backend.
+    #[error("computer use is not available on this OS")]
+    UnsupportedOs,
+}
+
+/// Where the backend should connect.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// `computer_use_display`: an X display name (`:77`) to drive instead of `DISPLAY`.
+    pub display: Option<String>,
+}
+
+/// Opens the backend of this OS, or says why there is none.
+pub fn open(opts: &OpenOptions) -> Result<Desktop, Unavailable> {
+    #[cfg(target_os = "linux")]
+    {
+        x11::open(opts)
+    }
+    #[cfg(target_os = "macos")]
+    {
+        let _ = opts;
+        Ok(macos::open())
+    }
+    #[cfg(target_os = "windows")]
+    {
+        let _ = opts;
+        Ok(windows::open())
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "windows")))]
+    {
+        let _ = opts;
+        Err(Unavailable::UnsupportedOs)
+    }
+}

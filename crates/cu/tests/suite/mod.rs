@@ -1,0 +1,7 @@
+mod common;
+
+mod clipboard;
+mod display;
+mod input;
+mod screenshot;
+mod windows;
