@@ -22,8 +22,7 @@ use tokio::process::Child;
 use crate::suite::harness::Env;
 use crate::suite::harness::T;
 use crate::suite::harness::error_code;
-use crate::suite::harness::finish;
-use crate::suite::harness::sigterm;
+use crate::suite::harness::stop_cleanly;
 
 const SID: &str = "cu-session-0001";
 
@@ -46,9 +45,7 @@ fn start(env: &Env, vars: &[(&str, &str)], flags: &[&str]) -> Child {
 }
 
 async fn stop(child: Child) {
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    stop_cleanly(child).await;
 }
 
 fn msg(ty: &str, payload: Value) -> Message {

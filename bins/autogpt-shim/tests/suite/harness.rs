@@ -224,10 +224,7 @@ impl Env {
 
     /// SIGTERM, then asserts a clean exit (0); returns stdout.
     pub(crate) async fn stop(&self, child: Child) -> String {
-        sigterm(&child);
-        let (code, out, err) = finish(child, T).await;
-        assert_eq!(code, 0, "{err}");
-        out
+        stop_cleanly(child).await.0
     }
 
     pub(crate) async fn next(&self) -> Connection {
@@ -296,6 +293,14 @@ pub(crate) async fn finish(child: Child, timeout: Duration) -> (i32, String, Str
 }
 
 /// Sends SIGTERM to the child.
+/// SIGTERM, then asserts a clean exit (0); returns stdout and stderr.
+pub(crate) async fn stop_cleanly(child: Child) -> (String, String) {
+    sigterm(&child);
+    let (code, out, err) = finish(child, T).await;
+    assert_eq!(code, 0, "{err}");
+    (out, err)
+}
+
 pub(crate) fn sigterm(child: &Child) {
     let pid = child
         .id()

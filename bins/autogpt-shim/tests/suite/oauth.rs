@@ -33,7 +33,7 @@ use crate::suite::harness::PASSPHRASE;
 use crate::suite::harness::T;
 use crate::suite::harness::finish;
 use crate::suite::harness::ops;
-use crate::suite::harness::sigterm;
+use crate::suite::harness::stop_cleanly;
 
 const SID: &str = "5d1f3a2b-0c4e-4b7a-9e61-2f8d7c6b5a40";
 
@@ -478,15 +478,8 @@ async fn a_401_refreshes_once_rotates_and_audits() {
     let (a2, r2) = (a2.unwrap(), r2.unwrap());
     assert_ne!(a2, a1);
     assert_ne!(r2, r1, "the rotated refresh token is stored");
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
-    let o = ops(&env.audit_records());
-    assert_eq!(
-        o.iter().filter(|o| *o == "TOKEN_REFRESHED").count(),
-        1,
-        "{o:?}"
-    );
+    stop_cleanly(child).await;
+    assert_one_refresh_audited(&env);
     env.verify_audit();
     env.assert_no_violations();
 }
@@ -558,9 +551,7 @@ async fn a_503_from_the_token_endpoint_is_retried_with_backoff() {
         .filter(|r| r.code == 401)
         .count();
     assert_eq!(rejected, 3);
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    let (_, err) = stop_cleanly(child).await;
     assert!(err.contains("token refresh failed; will retry"), "{err}");
     assert!(err.contains("reconnecting after a delay"), "{err}");
 }
@@ -666,15 +657,8 @@ async fn two_connections_hitting_401_together_cause_one_token_request() {
         .count();
     assert!(rejected >= 2, "{:?}", env.peer.rejections());
     assert_eq!(env.peer.token_requests("refresh_token"), 1);
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
-    let o = ops(&env.audit_records());
-    assert_eq!(
-        o.iter().filter(|o| *o == "TOKEN_REFRESHED").count(),
-        1,
-        "{o:?}"
-    );
+    stop_cleanly(child).await;
+    assert_one_refresh_audited(&env);
     env.assert_no_violations();
 }
 
@@ -758,9 +742,7 @@ async fn no_secret_appears_in_anything_the_binary_prints_or_logs() {
     first.close(4401, "Access token expired");
     let second = env.next().await;
     second.request(Message::Ping(Empty {}), T).await.unwrap();
-    sigterm(&child);
-    let (code, out, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    let (out, err) = stop_cleanly(child).await;
     captured.push_str(&out);
     captured.push_str(&err);
     let (a2, r2) = stored(&env);
@@ -961,9 +943,7 @@ async fn login_refresh_and_revoke_against_a_real_openid_provider() {
         p.events(),
         vec!["token authorization_code 200", "token refresh_token 200"]
     );
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    stop_cleanly(child).await;
 
     // `revoke` reaches the provider's revocation endpoint for both tokens.
     let (code, out, err) = finish(oidc_cmd(&env, &p, &["revoke"], port).spawn().unwrap(), T).await;
@@ -1133,9 +1113,7 @@ async fn login_start_and_revoke_with_the_os_keychain() {
         .unwrap();
     let conn = env.next().await;
     conn.request(Message::Ping(Empty {}), T).await.unwrap();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    stop_cleanly(child).await;
     // `revoke` deletes both after revoking both.
     let (code, out, err) = finish(keychain(&["revoke"]).spawn().unwrap(), T).await;
     assert_eq!(code, 0, "{out}{err}");
@@ -1263,9 +1241,7 @@ async fn legacy_keychain_tokens_migrate_for_the_default_deployment_only() {
     let child = start(None);
     let conn = env.next().await;
     conn.request(Message::Ping(Empty {}), T).await.unwrap();
-    sigterm(&child);
-    let (code, _, err) = finish(child, T).await;
-    assert_eq!(code, 0, "{err}");
+    stop_cleanly(child).await;
     let d = account::DEFAULT_DEPLOYMENT;
     assert_eq!(
         os.get(&account::access_token(d)).unwrap().unwrap().expose(),
@@ -1280,4 +1256,14 @@ async fn legacy_keychain_tokens_migrate_for_the_default_deployment_only() {
     );
     assert!(os.get(account::LEGACY_ACCESS_TOKEN).unwrap().is_none());
     assert!(os.get(account::LEGACY_REFRESH_TOKEN).unwrap().is_none());
+}
+
+/// The audit log holds exactly one `TOKEN_REFRESHED`.
+fn assert_one_refresh_audited(env: &Env) {
+    let o = ops(&env.audit_records());
+    assert_eq!(
+        o.iter().filter(|o| *o == "TOKEN_REFRESHED").count(),
+        1,
+        "{o:?}"
+    );
 }
