@@ -563,7 +563,9 @@ impl Control {
             .and_then(|s| s.bindings.get(sid).map(|(b, _)| b.clone()))
     }
 
-    /// Stores a binding (most recently used); `false` if the LRU bound cannot be kept.
+    /// Stores a binding (most recently used), evicting the least recently used binding
+    /// without a live child if the bound of 64 requires it; `false` (nothing changed) if
+    /// there is none to evict.
     fn store_binding(&self, b: Binding) -> bool {
         let live: Vec<String> = self
             .children
@@ -573,9 +575,7 @@ impl Control {
         let Ok(mut st) = self.state.lock() else {
             return false;
         };
-        let t = st.tick();
-        st.bindings.insert(b.session_id.clone(), (b, t));
-        while st.bindings.len() > MAX_SESSION_BINDINGS {
+        if !st.bindings.contains_key(&b.session_id) && st.bindings.len() >= MAX_SESSION_BINDINGS {
             let victim = st
                 .bindings
                 .iter()
@@ -589,6 +589,8 @@ impl Control {
                 None => return false,
             }
         }
+        let t = st.tick();
+        st.bindings.insert(b.session_id.clone(), (b, t));
         true
     }
 
@@ -1089,23 +1091,20 @@ impl Control {
                 })
                 .unwrap_or_default();
             for (sid, secs, generation) in idle {
-                {
-                    let _g = self.session_locks.lock(&sid).await;
-                    let still = self
-                        .children
-                        .lock()
-                        .map(|c| c.get(&sid).is_some_and(|ch| ch.generation == generation))
-                        .unwrap_or(false);
-                    if still {
-                        let ev = shim_audit::AuditEvent::new("IDLE_SESSION_DETACH")
-                            .details(
-                                Map::new().with("idle_seconds", (secs * 1000.0).round() / 1000.0),
-                            )
-                            .session(sid.as_str());
-                        if self.audit.write(ev).await.is_ok() {
-                            tracing::info!(session = %sid, "stopping an idle child runtime");
-                            self.stop_child(&sid).await;
-                        }
+                // Re-checked under the session's mutex (9.9).
+                let _g = self.session_locks.lock(&sid).await;
+                let still = self
+                    .children
+                    .lock()
+                    .map(|c| c.get(&sid).is_some_and(|ch| ch.generation == generation))
+                    .unwrap_or(false);
+                if still {
+                    let ev = shim_audit::AuditEvent::new("IDLE_SESSION_DETACH")
+                        .details(Map::new().with("idle_seconds", (secs * 1000.0).round() / 1000.0))
+                        .session(sid.as_str());
+                    if self.audit.write(ev).await.is_ok() {
+                        tracing::info!(session = %sid, "stopping an idle child runtime");
+                        self.stop_child(&sid).await;
                     }
                 }
             }
