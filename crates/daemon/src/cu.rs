@@ -28,6 +28,7 @@ use shim_protocol::messages::handshake::Hello;
 
 use crate::auditor::AuditFailed;
 use crate::auditor::Auditor;
+use crate::blocking::Blocking;
 use crate::config::Settings;
 
 /// How long a HELLO waits for the display probe.
@@ -185,51 +186,79 @@ pub(crate) async fn handle(
     let (engine, features) = session.advertised.lock().ok()?.clone()?;
     let req = request(msg)?;
     let s = session.clone();
-    let joined = tokio::task::spawn_blocking(move || {
-        engine.handle(
-            Ctx {
-                session: &s.state,
-                features: &features,
-                max_file_size,
-            },
-            req,
-        )
-    })
-    .await;
-    let outcome = match joined {
-        Ok(o) => o,
-        Err(e) => shim_cu::engine::Outcome {
-            reply: Err(shim_cu::CuError::internal(format!(
-                "computer-use operation failed: {e}"
-            ))),
-            audit: request(msg).map(|r| shim_cu::engine::AuditRecord {
-                op: r.op(),
-                details: serde_json::Map::new(),
-                duration: Duration::ZERO,
-            }),
+    let op = req.op();
+    let (cancel_audit, cancel_id) = (audit.clone(), id.to_owned());
+    let job = Blocking::spawn(
+        move || {
+            engine.handle(
+                Ctx {
+                    session: &s.state,
+                    features: &features,
+                    max_file_size,
+                },
+                req,
+            )
         },
-    };
-    if let Some(rec) = outcome.audit {
-        let mut details = Map::new();
-        for (k, v) in &rec.details {
-            details.insert(k.as_str(), Value::from_json(v));
-        }
-        let result = match &outcome.reply {
-            Ok(_) => AuditResult::ok_after(rec.duration),
-            Err(e) => {
-                let mut r = AuditResult::failed(&e.code);
-                r.duration_ms = u64::try_from(rec.duration.as_millis()).unwrap_or(u64::MAX);
-                r
-            }
-        };
-        if let Err(e) = audit.op(rec.op, Some(id), details, result).await {
-            return Some(Err(e));
-        }
+        // An action already under way still happens when its request is cancelled: audit it.
+        move |r| async move {
+            let outcome = outcome_of(r.map_err(|e| e.to_string()), op);
+            let _ = record(&cancel_audit, &cancel_id, &outcome, true).await;
+        },
+    );
+    let outcome = outcome_of(job.join().await, op);
+    if let Err(e) = record(audit, id, &outcome, false).await {
+        return Some(Err(e));
     }
     Some(Ok(match outcome.reply {
         Ok(r) => reply(r),
         Err(e) => Message::Error(e.to_payload()),
     }))
+}
+
+/// The engine's outcome, or an internal error when the blocking work produced none.
+fn outcome_of(
+    joined: Result<shim_cu::engine::Outcome, String>,
+    op: &'static str,
+) -> shim_cu::engine::Outcome {
+    joined.unwrap_or_else(|e| shim_cu::engine::Outcome {
+        reply: Err(shim_cu::CuError::internal(format!(
+            "computer-use operation failed: {e}"
+        ))),
+        audit: Some(shim_cu::engine::AuditRecord {
+            op,
+            details: serde_json::Map::new(),
+            duration: Duration::ZERO,
+        }),
+    })
+}
+
+/// Writes the outcome's audit record, if it has one (section 6), marked `cancelled` when the
+/// request was gone before the action ended.
+async fn record(
+    audit: &Auditor,
+    id: &str,
+    outcome: &shim_cu::engine::Outcome,
+    cancelled: bool,
+) -> Result<(), AuditFailed> {
+    let Some(rec) = &outcome.audit else {
+        return Ok(());
+    };
+    let mut details = Map::new();
+    for (k, v) in &rec.details {
+        details.insert(k.as_str(), Value::from_json(v));
+    }
+    if cancelled {
+        details.insert("cancelled", true);
+    }
+    let result = match &outcome.reply {
+        Ok(_) => AuditResult::ok_after(rec.duration),
+        Err(e) => {
+            let mut r = AuditResult::failed(&e.code);
+            r.duration_ms = u64::try_from(rec.duration.as_millis()).unwrap_or(u64::MAX);
+            r
+        }
+    };
+    audit.op(rec.op, Some(id), details, result).await
 }
 
 /// The refusal when computer use was granted but is not served by this connection.

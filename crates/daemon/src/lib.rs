@@ -21,6 +21,7 @@ pub mod start;
 
 mod alloc;
 mod auditor;
+mod blocking;
 mod conn;
 mod control;
 mod cu;

@@ -441,3 +441,41 @@ async fn hello_ack_file_size_limits_screenshots() {
         json!({"permissions": ["accessibility", "bogus"]})
     );
 }
+
+#[tokio::test]
+async fn an_action_cancelled_by_a_lost_connection_is_still_audited() {
+    // The action runs on a blocking thread that a lost connection cannot stop: it still
+    // happens, so it is still audited, once, with `cancelled: true`.
+    let x = Xvfb::start(640, 480);
+    let env = Env::new(PeerConfig::default()).await;
+    let child = start(
+        &env,
+        &[("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", x.display.as_str())],
+        &[],
+    );
+    let conn = std::sync::Arc::new(env.next().await);
+    let id = "0d3c9b1e-7a2f-4c5d-8e6b-1f2a3b4c5d6e";
+    let c = conn.clone();
+    let wait = msg(
+        "INPUT_ACTION",
+        json!({"action": "wait", "duration_ms": 2000}),
+    );
+    let _pending = tokio::spawn(async move {
+        let _ = c.request_with_id(id, wait, T).await;
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    conn.close(1011, "server error");
+    let _again = env.next().await;
+    let ours = |r: &Value| r["request_id"] == id;
+    crate::suite::harness::wait_until("the cancelled action is audited", || {
+        env.audit_records().iter().any(ours)
+    })
+    .await;
+    let records: Vec<Value> = env.audit_records().into_iter().filter(ours).collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["details"]["cancelled"], true, "{records:?}");
+    assert_eq!(records[0]["result"]["ok"], true, "{records:?}");
+    stop(child).await;
+    env.verify_audit();
+    env.assert_no_violations();
+}
