@@ -155,14 +155,28 @@ pub(crate) fn take_lock(current: &Path) -> Result<File, AuditError> {
         o.mode(0o600);
     }
     let lock = o.open(&lock_path).map_err(|e| open_err(&lock_path, &e))?;
-    match lock.try_lock() {
-        Ok(()) => Ok(lock),
-        Err(std::fs::TryLockError::WouldBlock) => Err(AuditError::Locked {
-            path: current.to_path_buf(),
-        }),
-        Err(std::fs::TryLockError::Error(e)) => Err(open_err(&lock_path, &e)),
+    // A lock released a moment ago can still be held for a while by a child process that
+    // another thread is forking: it shares the open file description until its exec closes
+    // it. So "locked" is only believed after a short grace period.
+    let deadline = std::time::Instant::now() + LOCK_GRACE;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(lock),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(AuditError::Locked {
+                    path: current.to_path_buf(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(open_err(&lock_path, &e)),
+        }
     }
 }
+
+/// How long [`take_lock`] retries a lock that another holder has.
+const LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// `(seq, hmac)` of a line that parses as an object with an integer `seq` and a string `hmac`.
 pub(crate) fn seq_and_hmac(line: &[u8]) -> Option<(i64, String)> {
