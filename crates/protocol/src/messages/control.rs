@@ -14,6 +14,24 @@ use crate::values::SessionId;
 /// `DIRECTORY_LIST_REQUEST` (section 9.2). The initial request is `{}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+// The rules of `validate` below: a reference counts when it is a string (null is absent).
+#[cfg_attr(feature = "schema", schemars(extend("allOf" = [
+    {
+        "if": { "required": ["browse_id"], "properties": { "browse_id": { "type": "string" } } },
+        "then": { "required": ["directory_ref"], "properties": { "directory_ref": { "type": "string" } } }
+    },
+    {
+        "if": { "required": ["directory_ref"], "properties": { "directory_ref": { "type": "string" } } },
+        "then": { "required": ["browse_id"], "properties": { "browse_id": { "type": "string" } } }
+    },
+    {
+        "if": { "required": ["cursor"], "properties": { "cursor": { "type": "string" } } },
+        "then": {
+            "required": ["browse_id", "directory_ref"],
+            "properties": { "browse_id": { "type": "string" }, "directory_ref": { "type": "string" } }
+        }
+    }
+])))]
 pub struct DirectoryListRequest {
     /// The browse session; set together with `directory_ref`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -209,6 +209,24 @@ fn frames_the_decoder_refuses_are_refused_by_the_schema() {
             }),
         ),
         (
+            "browse_id without directory_ref",
+            edited("DIRECTORY_LIST_REQUEST", |f| {
+                f["payload"] = json!({"browse_id": "b1"});
+            }),
+        ),
+        (
+            "directory_ref without browse_id (the other null)",
+            edited("DIRECTORY_LIST_REQUEST", |f| {
+                f["payload"] = json!({"browse_id": null, "directory_ref": "d1"});
+            }),
+        ),
+        (
+            "cursor without references",
+            edited("DIRECTORY_LIST_REQUEST", |f| {
+                f["payload"] = json!({"cursor": "c1"})
+            }),
+        ),
+        (
             "null for a required non-nullable field",
             edited("FILE_MOVE", |f| f["payload"]["src"] = Value::Null),
         ),
@@ -318,6 +336,22 @@ fn lenient_inputs_the_decoder_accepts_are_accepted_by_the_schema() {
             "defaulted fields absent",
             edited("FILE_READ", |f| {
                 f["payload"] = json!({"path": "a.txt"});
+            }),
+        ),
+        (
+            "the initial browse request",
+            edited("DIRECTORY_LIST_REQUEST", |f| f["payload"] = json!({})),
+        ),
+        (
+            "browse references with a null cursor",
+            edited("DIRECTORY_LIST_REQUEST", |f| {
+                f["payload"] = json!({"browse_id": "b1", "directory_ref": "d1", "cursor": null});
+            }),
+        ),
+        (
+            "all browse references null",
+            edited("DIRECTORY_LIST_REQUEST", |f| {
+                f["payload"] = json!({"browse_id": null, "directory_ref": null, "cursor": null});
             }),
         ),
         (
