@@ -84,7 +84,36 @@ pub(crate) fn first_difference(old: &str, new: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::codegen;
     use super::first_difference;
+    use shim_protocol::schema;
+
+    #[test]
+    fn check_fails_on_a_stale_or_missing_file_and_writing_fixes_it() {
+        let root = std::env::temp_dir().join(format!("xtask-codegen-{}", std::process::id()));
+        let dir = root.join(schema::SCHEMA_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = &schema::files()[0];
+        std::fs::write(dir.join(first.name), first.text.replacen('"', "'", 1)).unwrap();
+
+        let err = format!("{:#}", codegen(&root, true).unwrap_err());
+        assert!(
+            err.contains(&format!("{} is stale: line 2 is", first.name)),
+            "{err}"
+        );
+        assert!(err.contains("is missing"), "{err}");
+        assert!(err.contains("hint: run `cargo xtask codegen`"), "{err}");
+
+        codegen(&root, false).unwrap();
+        codegen(&root, true).unwrap();
+        for file in schema::files() {
+            assert_eq!(
+                std::fs::read_to_string(dir.join(file.name)).unwrap(),
+                file.text
+            );
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn names_the_first_differing_line() {

@@ -73,6 +73,7 @@ pub fn files() -> Vec<SchemaFile> {
 pub fn shim_to_platform() -> Value {
     let settings = SchemaSettings::draft2020_12()
         .for_serialize()
+        .with_transform(RecursiveTransform(integer_bounds))
         .with_transform(RecursiveTransform(close_objects));
     let mut generator = settings.into_generator();
     let envelope = json!({
@@ -138,6 +139,7 @@ pub fn shim_to_platform() -> Value {
 pub fn platform_to_shim() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .for_deserialize()
+        .with_transform(RecursiveTransform(integer_bounds))
         .into_generator();
     let envelope = json!({
         "description": "The envelope as the daemon reads it (sections 3.2 and 3.6): unknown fields are ignored.",
@@ -258,6 +260,25 @@ fn version_mismatch_close_reason() -> Schema {
             "hint": { "type": "string" }
         }
     })
+}
+
+/// The bounds of the Rust integer type, which schemars gives only as a `format`, for the
+/// types narrower than 64 bits (64-bit bounds are not exact as JSON doubles).
+fn integer_bounds(schema: &mut Schema) {
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    let (min, max): (i64, i64) = match map.get("format").and_then(Value::as_str) {
+        Some("uint8") => (0, u8::MAX.into()),
+        Some("uint16") => (0, u16::MAX.into()),
+        Some("uint32") => (0, u32::MAX.into()),
+        Some("int8") => (i8::MIN.into(), i8::MAX.into()),
+        Some("int16") => (i16::MIN.into(), i16::MAX.into()),
+        Some("int32") => (i32::MIN.into(), i32::MAX.into()),
+        _ => return,
+    };
+    map.entry("minimum").or_insert(min.into());
+    map.entry("maximum").or_insert(max.into());
 }
 
 /// Serialize contract: an object schema lists every field the encoder writes, so any

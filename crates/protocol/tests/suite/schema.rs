@@ -199,6 +199,12 @@ fn frames_the_decoder_refuses_are_refused_by_the_schema() {
             }),
         ),
         (
+            "integer over the field's u32",
+            edited("GPIO_READ", |f| {
+                f["payload"]["line"] = json!(4_294_967_296u64)
+            }),
+        ),
+        (
             "hardware value out of range",
             edited("SERIAL_READ", |f| f["payload"]["max_bytes"] = json!(0)),
         ),
