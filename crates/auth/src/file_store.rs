@@ -82,6 +82,17 @@ pub struct EncryptedFileStore {
     passphrase: Secret,
     write_params: KdfParams,
     lock: Mutex<()>,
+    /// The key derived for the salt and parameters of the file last read or written. Argon2 is
+    /// deliberately slow (tens of milliseconds); without this, start-up paid it once per
+    /// account read (audit key, access token, refresh token). Keeping it is no new exposure:
+    /// the passphrase it comes from stays in memory for the store's life anyway.
+    key_cache: Mutex<Option<CachedKey>>,
+}
+
+struct CachedKey {
+    salt: Vec<u8>,
+    params: KdfParams,
+    key: Zeroizing<[u8; 32]>,
 }
 
 impl std::fmt::Debug for EncryptedFileStore {
@@ -130,12 +141,34 @@ impl EncryptedFileStore {
             passphrase,
             write_params: params,
             lock: Mutex::new(()),
+            key_cache: Mutex::new(None),
         })
     }
 
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// [`derive`] through the one-entry cache (same passphrase, so same salt and parameters
+    /// give the same key).
+    fn key_for(&self, salt: &[u8], p: KdfParams) -> Result<Zeroizing<[u8; 32]>, ()> {
+        if let Ok(cache) = self.key_cache.lock()
+            && let Some(c) = cache.as_ref()
+            && c.params == p
+            && c.salt == salt
+        {
+            return Ok(c.key.clone());
+        }
+        let key = derive(self.passphrase.expose().as_bytes(), salt, p)?;
+        if let Ok(mut cache) = self.key_cache.lock() {
+            *cache = Some(CachedKey {
+                salt: salt.to_vec(),
+                params: p,
+                key: key.clone(),
+            });
+        }
+        Ok(key)
     }
 
     fn corrupt(&self) -> CredentialError {
@@ -194,7 +227,7 @@ impl EncryptedFileStore {
             return None;
         }
         let ct = B64.decode(env["ciphertext"].as_str()?).ok()?;
-        let key = derive(self.passphrase.expose().as_bytes(), &salt, p).ok()?;
+        let key = self.key_for(&salt, p).ok()?;
         let aead = Aes256Gcm::new_from_slice(key.as_ref()).ok()?;
         let pt = aead
             .decrypt(Nonce::from_slice(&nonce), Payload { msg: &ct, aad: AAD })
@@ -209,12 +242,9 @@ impl EncryptedFileStore {
             .map_err(|()| CredentialError::Unavailable("system RNG failed".to_owned()))?;
         let nonce = random::<12>()
             .map_err(|()| CredentialError::Unavailable("system RNG failed".to_owned()))?;
-        let key = derive(
-            self.passphrase.expose().as_bytes(),
-            &salt,
-            self.write_params,
-        )
-        .map_err(|()| CredentialError::Unavailable("argon2 rejected its parameters".to_owned()))?;
+        let key = self.key_for(&salt, self.write_params).map_err(|()| {
+            CredentialError::Unavailable("argon2 rejected its parameters".to_owned())
+        })?;
         let aead = Aes256Gcm::new_from_slice(key.as_ref()).map_err(|_| self.corrupt())?;
         let ct = aead
             .encrypt(Nonce::from_slice(&nonce), Payload { msg: &pt, aad: AAD })
