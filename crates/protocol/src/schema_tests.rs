@@ -74,7 +74,7 @@ fn encoded_messages_validate() {
     let to_platform = jsonschema::validator_for(&shim_to_platform()).unwrap();
     let to_shim = jsonschema::validator_for(&platform_to_shim()).unwrap();
     let mut runner = TestRunner::new(Config {
-        cases: 1500,
+        cases: 1000,
         failure_persistence: None,
         ..Config::default()
     });
