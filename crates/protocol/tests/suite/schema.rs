@@ -411,3 +411,237 @@ fn version_mismatch_close_reasons_match_their_schema() {
     }
     assert!(!v.is_valid(&json!({"error": "OTHER"})));
 }
+
+/// A validator for one definition of a checked-in file.
+fn def_validator(file: &str, def: &str) -> jsonschema::Validator {
+    let mut schema = checked_in(file);
+    let obj = schema.as_object_mut().unwrap();
+    obj.remove("oneOf");
+    obj.insert("$ref".into(), json!(format!("#/$defs/{def}")));
+    assert!(
+        schema["$defs"].get(def).is_some(),
+        "{file} has no $defs/{def}"
+    );
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+#[test]
+fn every_error_details_shape_is_defined_and_matches_what_the_daemon_writes() {
+    use shim_protocol::error::*;
+    let s = |v: &str| v.to_owned();
+    let details: Vec<(&str, ErrorPayload)> = vec![
+        (
+            "CapabilityNotGrantedDetails",
+            ErrorPayload::with_details(
+                ErrorCode::CapabilityNotGranted,
+                "m",
+                &CapabilityNotGrantedDetails {
+                    capability: s("shell"),
+                    required_capability: s("shell"),
+                    granted_capabilities: vec![s("files")],
+                },
+            ),
+        ),
+        (
+            "PathDetails",
+            ErrorPayload::with_details(ErrorCode::PathNotFound, "m", &PathDetails { path: s("a") }),
+        ),
+        (
+            "MovePathDetails",
+            ErrorPayload::with_details(
+                ErrorCode::PathExists,
+                "m",
+                &MovePathDetails {
+                    src: s("a"),
+                    dst: s("b"),
+                },
+            ),
+        ),
+        (
+            "OverloadedDetails",
+            ErrorPayload::with_details(
+                ErrorCode::ShimOverloaded,
+                "m",
+                &OverloadedDetails { max_concurrent: 4 },
+            ),
+        ),
+        (
+            "RevisionMismatchDetails",
+            ErrorPayload::with_details(
+                ErrorCode::SessionRevisionMismatch,
+                "m",
+                &RevisionMismatchDetails {
+                    current_revision: 3,
+                },
+            ),
+        ),
+        (
+            "FeatureNotSupportedDetails",
+            ErrorPayload::with_details(
+                ErrorCode::FeatureNotSupported,
+                "m",
+                &FeatureNotSupportedDetails {
+                    feature: s("drag"),
+                    reason: None,
+                },
+            ),
+        ),
+        (
+            "WindowStaleDetails",
+            ErrorPayload::with_details(
+                ErrorCode::WindowStale,
+                "m",
+                &WindowStaleDetails {
+                    window_id: s("win_1"),
+                    hint: s("re-list windows"),
+                },
+            ),
+        ),
+        (
+            "PermissionPendingDetails",
+            ErrorPayload::with_details(
+                ErrorCode::PermissionPending,
+                "m",
+                &PermissionPendingDetails {
+                    permission: s("accessibility"),
+                    platform: s("darwin"),
+                    hint: Some(s("grant it")),
+                },
+            ),
+        ),
+        (
+            "ClipboardConcealedDetails",
+            ErrorPayload::with_details(
+                ErrorCode::ClipboardConcealed,
+                "m",
+                &ClipboardConcealedDetails {
+                    reason: s("writeback_only"),
+                    marker: None,
+                    writeback_age_seconds: Some(1.5),
+                },
+            ),
+        ),
+        (
+            "InputOutOfBoundsDetails",
+            ErrorPayload::with_details(
+                ErrorCode::InputOutOfBounds,
+                "m",
+                &InputOutOfBoundsDetails {
+                    requested_coordinate: [5000, 5],
+                    displays: vec![DisplayBounds {
+                        index: 0,
+                        origin: [0, 0],
+                        size: [1440, 900],
+                    }],
+                },
+            ),
+        ),
+        (
+            "ModelNotAvailableDetails",
+            ErrorPayload::with_details(
+                ErrorCode::ModelNotAvailable,
+                "m",
+                &ModelNotAvailableDetails {
+                    requested_model: s("x"),
+                    available_models: vec![s("llama3")],
+                },
+            ),
+        ),
+        (
+            "BackendErrorDetails",
+            ErrorPayload::with_details(
+                ErrorCode::LocalLlmFailed,
+                "m",
+                &BackendErrorDetails {
+                    backend_error: s("boom"),
+                },
+            ),
+        ),
+        (
+            "DependencyMissingDetails",
+            ErrorPayload::with_details(
+                ErrorCode::DependencyMissing,
+                "m",
+                &DependencyMissingDetails {
+                    dep: s("ollama"),
+                    extra: None,
+                    op: Some(s("x")),
+                },
+            ),
+        ),
+        (
+            "RecordingChannelDetails",
+            ErrorPayload::with_details(
+                ErrorCode::RecordingChannelUnavailable,
+                "m",
+                &RecordingChannelDetails {
+                    requested_channels: vec![s("browser")],
+                    available_channels: vec![s("floor")],
+                },
+            ),
+        ),
+        (
+            "RecordingActiveDetails",
+            ErrorPayload::with_details(
+                ErrorCode::RecordingAlreadyActive,
+                "m",
+                &RecordingActiveDetails {
+                    recording_id: s("rec_1"),
+                },
+            ),
+        ),
+        (
+            "HardwareDeviceDetails",
+            ErrorPayload::with_details(
+                ErrorCode::HardwareNotAllowed,
+                "m",
+                &HardwareDeviceDetails {
+                    kind: s("gpio"),
+                    port: None,
+                    chip: Some(s("gpiochip0")),
+                    line: Some(4),
+                },
+            ),
+        ),
+        (
+            "HardwareHandleDetails",
+            ErrorPayload::with_details(
+                ErrorCode::HardwareHandleStale,
+                "m",
+                &HardwareHandleDetails { handle: s("ser_1") },
+            ),
+        ),
+        (
+            "HardwareIoDetails",
+            ErrorPayload::with_details(
+                ErrorCode::HardwareIoFailed,
+                "m",
+                &HardwareIoDetails { os_error: s("EIO") },
+            ),
+        ),
+    ];
+    let mut defined: Vec<String> = checked_in(SHIM_TO_PLATFORM_FILE)["$defs"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.ends_with("Details"))
+        .cloned()
+        .collect();
+    defined.sort();
+    let mut tested: Vec<String> = details.iter().map(|(d, _)| (*d).to_owned()).collect();
+    tested.sort();
+    assert_eq!(defined, tested, "every *Details definition is checked here");
+    let to_platform = validator(SHIM_TO_PLATFORM_FILE);
+    for (def, payload) in details {
+        let map = Value::Object(payload.details.clone().unwrap());
+        let v = def_validator(SHIM_TO_PLATFORM_FILE, def);
+        assert!(v.is_valid(&map), "{def}: {map}");
+        let mut wrong = map.clone();
+        wrong["unexpected"] = json!(1);
+        assert!(!v.is_valid(&wrong), "{def} accepts an extra field");
+        let text = frame::encode_shim("e1", 1.0, Some(1), &shim_protocol::Message::Error(payload))
+            .unwrap();
+        let frame: Value = serde_json::from_str(&text).unwrap();
+        assert!(to_platform.is_valid(&frame), "{text}");
+    }
+}
