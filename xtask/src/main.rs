@@ -163,29 +163,62 @@ fn run(cmd: Cmd) -> Result<()> {
                 "--example",
                 "bench_audit",
             ]),
-            "e2e" => {
-                // The daemon as users run it: the release binary, driven over loopback.
-                cargo(&["build", "--release", "-p", "autogpt-shim"])?;
-                let target = std::env::var_os("CARGO_TARGET_DIR")
-                    .map_or_else(|| root.join("target"), std::path::PathBuf::from);
-                let bin = target.join("release").join("autogpt-shim");
-                let bin = bin.to_str().context("the target path is not UTF-8")?;
-                cargo(&[
-                    "run",
-                    "--release",
-                    "-p",
-                    "shim-daemon",
-                    "--example",
-                    "bench_e2e",
-                    "--",
-                    bin,
-                ])
-            }
+            "e2e" => bench_e2e(&root),
             // Needs Xvfb (started by the example itself).
             "cu" => cargo(&["run", "--release", "-p", "shim-cu", "--example", "bench_cu"]),
             other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu"),
         },
     }
+}
+
+/// `cargo xtask bench e2e`: the daemon as users run it, the release binary driven over
+/// loopback. When `dbus-run-session` and `gnome-keyring-daemon` are installed, the bench runs
+/// inside a private session bus with an unlocked keyring (and a throw-away HOME for it), so
+/// that start-up is also measured with the default credential store, the OS keychain.
+fn bench_e2e(root: &Path) -> Result<()> {
+    cargo(&["build", "--release", "-p", "autogpt-shim"])?;
+    cargo(&[
+        "build",
+        "--release",
+        "-p",
+        "shim-daemon",
+        "--example",
+        "bench_e2e",
+    ])?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), PathBuf::from)
+        .join("release");
+    let bin = target.join("autogpt-shim");
+    let bench = target.join("examples").join("bench_e2e");
+    let keyring = ["dbus-run-session", "gnome-keyring-daemon"]
+        .iter()
+        .all(|t| {
+            Command::new("which")
+                .arg(t)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    let home = std::env::temp_dir().join(format!("bench-e2e-keyring-{}", std::process::id()));
+    let mut cmd = if keyring {
+        std::fs::create_dir_all(&home)?;
+        let mut c = Command::new("dbus-run-session");
+        c.env("HOME", &home).args([
+            "--",
+            "sh",
+            "-c",
+            "echo -n bench | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1; exec \"$0\" \"$@\"",
+        ]);
+        c.arg(&bench);
+        c
+    } else {
+        println!(
+            "xtask: no dbus-run-session/gnome-keyring-daemon; start-up is measured with the file store only"
+        );
+        Command::new(&bench)
+    };
+    let status = cmd.arg(&bin).status().context("cannot run the e2e bench");
+    let _ = std::fs::remove_dir_all(&home);
+    check(status?, "bench_e2e")
 }
 
 fn setup() -> Result<()> {

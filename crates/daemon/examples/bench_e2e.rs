@@ -8,13 +8,19 @@
 //!
 //! It starts the real `autogpt-shim` binary in legacy mode against the loopback platform peer
 //! (crates/platform-peer) with a throw-away home, state and credential file, and prints:
-//! * the time from process start to the peer holding the daemon's `HELLO`;
+//! * the time from process start to the peer holding the daemon's `HELLO` (median of
+//!   `BENCH_E2E_STARTS`, default 5), per credential store: the OS keychain when a Secret
+//!   Service answers (`cargo xtask bench e2e` provides one), the encrypted file as
+//!   `autogpt-shim auth` writes it (Argon2 64 MiB, 3 passes), and at the readers' minimum
+//!   parameters (19 MiB, 2 passes), which the rest of the run uses;
 //! * the daemon's idle resident memory (`VmRSS`), and its loaded `VmRSS` / peak `VmHWM`;
 //! * p50 / p99 round trips of `FILE_STAT`, a 4 KiB `FILE_READ`, a 64 KiB `FILE_WRITE` and
 //!   `EXECUTE_COMMAND true`, sequential, each audited with fsync as in production;
 //! * throughput of `FILE_STAT` with `max_concurrent` requests in flight;
 //! * the floor: a bare tokio-tungstenite echo round trip of a `FILE_STAT`-sized text frame
-//!   over loopback (TCP_NODELAY on both ends).
+//!   over loopback (TCP_NODELAY on both ends);
+//! * what the disk adds: append + `fdatasync` of a 300-byte line in the audit log's directory,
+//!   which AUDIT_AUTH_CLI.md 1.11 step 4 puts before every audited response.
 //!
 //! Environment: `BENCH_E2E_ITERS` (sequential requests per kind, default 2000; a quarter of
 //! that for writes and commands), `BENCH_E2E_SECS` (throughput phase, default 3),
@@ -64,11 +70,16 @@ fn env_num(k: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Writes the encrypted credential file (audit key and tokens) the binary reads.
-fn credentials(dir: &Path) -> Res<()> {
-    std::fs::create_dir_all(dir)?;
-    let store =
-        EncryptedFileStore::with_params(dir, Secret::new(PASSPHRASE), KdfParams::MIN_ACCEPTED)?;
+/// Where the daemon finds its credentials.
+enum Store {
+    /// `tokens.enc` in this directory.
+    File(PathBuf),
+    /// The OS keychain (Secret Service on Linux), reached through this session bus.
+    Keychain(std::ffi::OsString),
+}
+
+/// Writes the audit key and tokens the binary reads into `store`.
+fn credentials(store: &dyn CredentialStore) -> Res<()> {
     let key = shim_audit::AuditKey::generate()?;
     store.set(
         shim_auth::account::AUDIT_KEY,
@@ -84,6 +95,134 @@ fn credentials(dir: &Path) -> Res<()> {
         &Secret::new("bench-refresh-token"),
     )?;
     Ok(())
+}
+
+/// An encrypted credential file in `dir` written with Argon2 `params`.
+fn file_store(dir: &Path, params: KdfParams) -> Res<Store> {
+    std::fs::create_dir_all(dir)?;
+    credentials(&EncryptedFileStore::with_params(
+        dir,
+        Secret::new(PASSPHRASE),
+        params,
+    )?)?;
+    Ok(Store::File(dir.to_owned()))
+}
+
+/// The OS keychain when a Secret Service answers (`cargo xtask bench e2e` provides one with
+/// `dbus-run-session` and `gnome-keyring-daemon` when they are installed).
+fn keychain_store() -> Option<Store> {
+    let bus = std::env::var_os("DBUS_SESSION_BUS_ADDRESS")?;
+    let k = shim_auth::KeychainStore::new();
+    k.probe().ok()?;
+    credentials(&k).ok()?;
+    Some(Store::Keychain(bus))
+}
+
+/// The daemon in legacy mode against `peer`, with its throw-away directories under `dir`.
+struct Daemon<'a> {
+    bin: &'a Path,
+    dir: &'a Path,
+    root: &'a str,
+    ws_base: String,
+    audit_log: PathBuf,
+}
+
+impl Daemon<'_> {
+    fn command(&self, store: &Store) -> Res<tokio::process::Command> {
+        let mut cmd = tokio::process::Command::new(self.bin);
+        cmd.args([
+            "--allowed-root",
+            self.root,
+            "start",
+            "--session-id",
+            SESSION,
+            "--enable-shell",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", self.dir.join("home"))
+        .env("XDG_CONFIG_HOME", self.dir.join("config"))
+        .env("XDG_STATE_HOME", self.dir.join("state"))
+        .env("AUTOGPT_SHIM_PLATFORM_URL", PLATFORM_URL)
+        .env("AUTOGPT_SHIM_PLATFORM_WS_URL", &self.ws_base)
+        .env("AUTOGPT_SHIM_AUDIT_LOG_PATH", &self.audit_log)
+        .env("AUTOGPT_SHIM_MACHINE_ID", "bench-machine-0001")
+        // The default 60 commands a minute would turn the command phase into refusals.
+        .env("AUTOGPT_SHIM_MAX_COMMANDS_PER_MINUTE", "1000000")
+        .env(
+            "AUTOGPT_SHIM_MAX_CONCURRENT",
+            LOCAL_MAX_CONCURRENT.to_string(),
+        )
+        .envs(std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("MALLOC_")))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(self.dir.join("daemon.stderr"))?)
+        .kill_on_drop(true);
+        match store {
+            Store::File(creds) => {
+                cmd.env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
+                    .env("AUTOGPT_SHIM_FALLBACK_DIR", creds)
+                    .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", PASSPHRASE);
+            }
+            Store::Keychain(bus) => {
+                cmd.env("AUTOGPT_SHIM_CREDENTIAL_STORE", "keychain")
+                    .env("DBUS_SESSION_BUS_ADDRESS", bus);
+            }
+        }
+        Ok(cmd)
+    }
+
+    /// Starts the daemon; returns it, its data connection and the time from spawn to the
+    /// peer holding its `HELLO`.
+    async fn start(
+        &self,
+        peer: &Peer,
+        store: &Store,
+    ) -> Res<(tokio::process::Child, Connection, Duration)> {
+        let started = Instant::now();
+        let child = self.command(store)?.spawn()?;
+        let Some(conn) = peer.next_connection(T).await else {
+            let err = std::fs::read_to_string(self.dir.join("daemon.stderr")).unwrap_or_default();
+            return Err(format!("the daemon did not connect:\n{err}").into());
+        };
+        Ok((child, conn, started.elapsed()))
+    }
+
+    /// The median start-to-`HELLO` time over `n` starts with `store`.
+    async fn median_start(&self, peer: &Peer, store: &Store, n: usize) -> Res<Duration> {
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (mut child, conn, took) = self.start(peer, store).await?;
+            samples.push(took);
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            drop(conn);
+        }
+        samples.sort_unstable();
+        Ok(samples[samples.len() / 2])
+    }
+}
+
+/// (p50, p99) of appending a 300-byte line and `fdatasync` in `dir`: what AUDIT_AUTH_CLI.md
+/// 1.11 step 4 makes every audited request wait for, on the audit log's own filesystem.
+fn fsync_floor(dir: &Path, n: u64) -> Res<(Duration, Duration)> {
+    use std::io::Write;
+    let path = dir.join("fsync-probe.log");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)?;
+    let line = [b'x'; 300];
+    let mut samples = Vec::with_capacity(usize::try_from(n)?);
+    for _ in 0..n {
+        let started = Instant::now();
+        f.write_all(&line)?;
+        f.sync_data()?;
+        samples.push(started.elapsed());
+    }
+    drop(f);
+    std::fs::remove_file(&path)?;
+    Ok(percentiles(&mut samples))
 }
 
 /// `VmRSS` and `VmHWM` of `pid` in KiB.
@@ -196,7 +335,6 @@ async fn main() -> Res<()> {
     for d in ["home", "state", "config", "root"] {
         std::fs::create_dir_all(dir.path().join(d))?;
     }
-    credentials(&dir.path().join("creds"))?;
     let root = std::fs::canonicalize(dir.path().join("root"))?;
     let root_s = root.to_str().ok_or("root path is not UTF-8")?.to_owned();
     std::fs::write(root.join("4k.txt"), "a".repeat(4096))?;
@@ -208,47 +346,38 @@ async fn main() -> Res<()> {
         None => tempfile::tempdir_in(dir.path())?,
     };
     let audit_dir = audit_tmp.path().to_owned();
-
-    let mut cmd = tokio::process::Command::new(&bin);
-    cmd.args([
-        "--allowed-root",
-        &root_s,
-        "start",
-        "--session-id",
-        SESSION,
-        "--enable-shell",
-    ])
-    .env_clear()
-    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-    .env("HOME", dir.path().join("home"))
-    .env("XDG_CONFIG_HOME", dir.path().join("config"))
-    .env("XDG_STATE_HOME", dir.path().join("state"))
-    .env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
-    .env("AUTOGPT_SHIM_FALLBACK_DIR", dir.path().join("creds"))
-    .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", PASSPHRASE)
-    .env("AUTOGPT_SHIM_PLATFORM_URL", PLATFORM_URL)
-    .env("AUTOGPT_SHIM_PLATFORM_WS_URL", peer.ws_base())
-    .env("AUTOGPT_SHIM_AUDIT_LOG_PATH", audit_dir.join("audit.log"))
-    .env("AUTOGPT_SHIM_MACHINE_ID", "bench-machine-0001")
-    // The default 60 commands a minute would turn the command phase into refusals.
-    .env("AUTOGPT_SHIM_MAX_COMMANDS_PER_MINUTE", "1000000")
-    .env(
-        "AUTOGPT_SHIM_MAX_CONCURRENT",
-        LOCAL_MAX_CONCURRENT.to_string(),
-    )
-    .envs(std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("MALLOC_")))
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(dir.path().join("daemon.stderr"))?)
-    .kill_on_drop(true);
-    let started = Instant::now();
-    let mut child = cmd.spawn()?;
-    let pid = child.id().ok_or("the daemon exited at once")?;
-    let Some(conn) = peer.next_connection(T).await else {
-        let err = std::fs::read_to_string(dir.path().join("daemon.stderr")).unwrap_or_default();
-        return Err(format!("the daemon did not connect:\n{err}").into());
+    let daemon = Daemon {
+        bin: &bin,
+        dir: dir.path(),
+        root: &root_s,
+        ws_base: peer.ws_base(),
+        audit_log: audit_dir.join("audit.log"),
     };
-    let to_hello = started.elapsed();
+
+    // Start-up, per credential store: the keychain (the default) when one answers, and the
+    // encrypted file as `autogpt-shim auth` writes it (64 MiB Argon2) and at the cheapest
+    // parameters a reader accepts, which the rest of the run uses.
+    let starts = usize::try_from(env_num("BENCH_E2E_STARTS", 5).max(1))?;
+    let fast_file = file_store(&dir.path().join("creds"), KdfParams::MIN_ACCEPTED)?;
+    let writer_file = file_store(&dir.path().join("creds-writer"), KdfParams::WRITE)?;
+    let mut start_rows = Vec::new();
+    if let Some(k) = keychain_store() {
+        start_rows.push((
+            "OS keychain (Secret Service)",
+            daemon.median_start(&peer, &k, starts).await?,
+        ));
+    }
+    start_rows.push((
+        "file, Argon2 64 MiB x3 (as written)",
+        daemon.median_start(&peer, &writer_file, starts).await?,
+    ));
+    start_rows.push((
+        "file, Argon2 19 MiB x2 (reader min)",
+        daemon.median_start(&peer, &fast_file, starts).await?,
+    ));
+
+    let (mut child, conn, _) = daemon.start(&peer, &fast_file).await?;
+    let pid = child.id().ok_or("the daemon exited at once")?;
     // The effective cap is min(local, platform) (5.3).
     let max_concurrent = conn.ack.max_concurrent.min(LOCAL_MAX_CONCURRENT);
 
@@ -332,6 +461,7 @@ async fn main() -> Res<()> {
         &stat(&stat_path),
     )?;
     let floor = echo_floor(iters, frame).await?;
+    let fsync = fsync_floor(&audit_dir, iters / 4)?;
     let violations = peer.violations();
     let _ = child.start_kill();
     let _ = child.wait().await;
@@ -341,10 +471,10 @@ async fn main() -> Res<()> {
         bin.display(),
         audit_dir.display()
     );
-    println!(
-        "  start to HELLO received        {:>10.1} ms   (target < 50 ms)",
-        to_hello.as_secs_f64() * 1e3
-    );
+    println!("  start to HELLO received, median of {starts} (target < 50 ms)");
+    for (name, took) in start_rows {
+        println!("    {name:<36} {:>7.1} ms", took.as_secs_f64() * 1e3);
+    }
     println!(
         "  idle RSS                        {:>12}   (target < 20 MiB)",
         mib(idle_rss)
@@ -365,12 +495,17 @@ async fn main() -> Res<()> {
         ("FILE_READ 4 KiB", read_lat),
         ("FILE_WRITE 64 KiB", write_lat),
         ("EXECUTE_COMMAND true", exec_lat),
+        ("append + fdatasync (1.11)", fsync),
     ] {
         println!("  {name:<29} {:>10} {:>10}", us(p50), us(p99));
     }
     println!(
         "  FILE_STAT p50 / echo floor p50  {:>10.1}x   (target <= 3x)",
         stat_lat.0.as_secs_f64() / floor.0.as_secs_f64()
+    );
+    println!(
+        "  the same without the fdatasync    {:>8.1}x   (FILE_STAT p50 - fdatasync p50)",
+        stat_lat.0.saturating_sub(fsync.0).as_secs_f64() / floor.0.as_secs_f64()
     );
     println!(
         "  throughput at max_concurrent {max_concurrent}: {throughput:.0} FILE_STAT/s ({} refused)",

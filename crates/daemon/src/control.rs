@@ -6,6 +6,7 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::PoisonError;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -44,6 +45,7 @@ use crate::conn::Runtime;
 use crate::grant;
 use crate::handshake::Role;
 use crate::machine::Machine;
+use crate::session_locks::SessionLocks;
 
 /// Browse sessions per control connection.
 const MAX_BROWSES: usize = 8;
@@ -112,6 +114,14 @@ pub(crate) struct Binding {
     pub root_grant: String,
 }
 
+/// A child whose root is open and whose runtime is built, not yet running.
+struct ReadyChild {
+    binding: Binding,
+    runtime: Runtime,
+    stop: CancellationToken,
+    activity: Arc<Mutex<Instant>>,
+}
+
 struct Child {
     binding: Binding,
     stop: CancellationToken,
@@ -144,7 +154,7 @@ pub(crate) struct Control {
     audit: Auditor,
     state: Mutex<State>,
     children: Mutex<HashMap<String, Child>>,
-    session_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    session_locks: SessionLocks,
     generation: Mutex<u64>,
 }
 
@@ -277,7 +287,7 @@ impl Control {
             audit,
             state: Mutex::new(State::default()),
             children: Mutex::new(HashMap::new()),
-            session_locks: Mutex::new(HashMap::new()),
+            session_locks: SessionLocks::default(),
             generation: Mutex::new(0),
         })
     }
@@ -302,76 +312,35 @@ impl Control {
         }
     }
 
-    /// The number of live children.
-    pub(crate) fn live_children(&self) -> usize {
-        self.children
-            .lock()
-            .map(|c| c.values().filter(|ch| !ch.handle.is_finished()).count())
-            .unwrap_or(0)
-    }
-
-    fn session_lock(&self, sid: &str) -> Arc<tokio::sync::Mutex<()>> {
-        match self.session_locks.lock() {
-            Ok(mut m) => m.entry(sid.to_owned()).or_default().clone(),
-            Err(_) => Arc::new(tokio::sync::Mutex::new(())),
-        }
-    }
-
-    fn release_session_lock(&self, sid: &str, lock: Arc<tokio::sync::Mutex<()>>) {
-        drop(lock);
-        if let Ok(mut m) = self.session_locks.lock()
-            && m.get(sid).is_some_and(|l| Arc::strong_count(l) == 1)
-        {
-            m.remove(sid);
-        }
-    }
-
-    /// Serves one control request (already past the mode and capability checks).
+    /// Serves one control request (already past the mode and capability checks). Session
+    /// operations run under the session's mutex (9.1).
     pub(crate) async fn handle(&self, id: &str, msg: &Message) -> Result<Message, AuditFailed> {
-        match msg {
-            Message::DirectoryListRequest(p) => self.list(id, p).await,
+        let r = match msg {
+            Message::DirectoryListRequest(p) => return self.list(id, p).await,
             Message::AttachSession(p) => {
-                let sid = p.session_id.as_str().to_owned();
-                let lock = self.session_lock(&sid);
-                let r = {
-                    let _g = lock.lock().await;
-                    self.attach(id, p).await
-                };
-                self.release_session_lock(&sid, lock);
-                r
+                let _g = self.session_locks.lock(p.session_id.as_str()).await;
+                self.attach(id, p).await
             }
             Message::ActivateSession(p) => {
-                let sid = p.session_id.as_str().to_owned();
-                let lock = self.session_lock(&sid);
-                let r = {
-                    let _g = lock.lock().await;
-                    self.activate(id, p).await
-                };
-                self.release_session_lock(&sid, lock);
-                r
+                let _g = self.session_locks.lock(p.session_id.as_str()).await;
+                self.activate(id, p).await
             }
             Message::RestoreSession(p) => {
-                let sid = p.session_id.as_str().to_owned();
-                let lock = self.session_lock(&sid);
-                let r = {
-                    let _g = lock.lock().await;
-                    self.restore(id, p).await
-                };
-                self.release_session_lock(&sid, lock);
-                r
+                let _g = self.session_locks.lock(p.session_id.as_str()).await;
+                self.restore(id, p).await
             }
             Message::DetachSession(p) => {
-                let sid = p.session_id.as_str().to_owned();
-                let lock = self.session_lock(&sid);
-                let r = {
-                    let _g = lock.lock().await;
-                    self.detach(id, p).await
-                };
-                self.release_session_lock(&sid, lock);
-                r
+                let _g = self.session_locks.lock(p.session_id.as_str()).await;
+                self.detach(id, p).await
             }
-            _ => Ok(err(ErrorCode::FeatureNotSupported, "not a control request")),
-        }
+            _ => return Ok(err(ErrorCode::FeatureNotSupported, "not a control request")),
+        };
+        // 13.18: sessions still locked or waited for; 0 when the control plane is idle.
+        tracing::debug!(
+            session_locks = self.session_locks.len(),
+            "session request served"
+        );
+        r
     }
 
     async fn list(&self, id: &str, p: &DirectoryListRequest) -> Result<Message, AuditFailed> {
@@ -594,7 +563,9 @@ impl Control {
             .and_then(|s| s.bindings.get(sid).map(|(b, _)| b.clone()))
     }
 
-    /// Stores a binding (most recently used); `false` if the LRU bound cannot be kept.
+    /// Stores a binding (most recently used), evicting the least recently used binding
+    /// without a live child if the bound of 64 requires it; `false` (nothing changed) if
+    /// there is none to evict.
     fn store_binding(&self, b: Binding) -> bool {
         let live: Vec<String> = self
             .children
@@ -604,9 +575,7 @@ impl Control {
         let Ok(mut st) = self.state.lock() else {
             return false;
         };
-        let t = st.tick();
-        st.bindings.insert(b.session_id.clone(), (b, t));
-        while st.bindings.len() > MAX_SESSION_BINDINGS {
+        if !st.bindings.contains_key(&b.session_id) && st.bindings.len() >= MAX_SESSION_BINDINGS {
             let victim = st
                 .bindings
                 .iter()
@@ -620,6 +589,8 @@ impl Control {
                 None => return false,
             }
         }
+        let t = st.tick();
+        st.bindings.insert(b.session_id.clone(), (b, t));
         true
     }
 
@@ -761,8 +732,25 @@ impl Control {
 
     /// Starts a child for `b` (9.8). `Err` carries the wire error.
     fn start_child(&self, b: &Binding) -> Result<(), ErrorPayload> {
-        let live = self.live_children();
-        if live >= MAX_CHILD_RUNTIMES {
+        let ready = self.prepare_child(b)?;
+        self.launch_child(ready);
+        Ok(())
+    }
+
+    /// Every step of starting a child for `b` that can fail (9.8 step 1, opening the root),
+    /// without touching any running child. A live child of the same session does not count
+    /// against the limit: the caller replaces it.
+    fn prepare_child(&self, b: &Binding) -> Result<ReadyChild, ErrorPayload> {
+        let live_others = self
+            .children
+            .lock()
+            .map(|c| {
+                c.iter()
+                    .filter(|(k, ch)| **k != b.session_id && !ch.handle.is_finished())
+                    .count()
+            })
+            .unwrap_or(0);
+        if live_others >= MAX_CHILD_RUNTIMES {
             return Err(perr(
                 ErrorCode::InternalError,
                 "Active local-executor session limit reached",
@@ -790,7 +778,7 @@ impl Control {
         })?;
         let stop = CancellationToken::new();
         let activity = Arc::new(Mutex::new(Instant::now()));
-        let rt = Runtime {
+        let runtime = Runtime {
             machine: self.machine.clone(),
             role: Role::Data {
                 session_id: b.session_id.clone(),
@@ -804,35 +792,49 @@ impl Control {
             uses_work_limit: true,
             cu: Default::default(),
         };
+        Ok(ReadyChild {
+            binding: b.clone(),
+            runtime,
+            stop,
+            activity,
+        })
+    }
+
+    /// Runs a prepared child and records it as the session's child. Cannot fail, so once a
+    /// live child was stopped to make room, its replacement always starts. (The state
+    /// behind the two locks is a counter and a map that a panic cannot leave half-updated.)
+    fn launch_child(&self, ready: ReadyChild) {
+        let ReadyChild {
+            binding,
+            runtime,
+            stop,
+            activity,
+        } = ready;
         let generation = {
             let mut g = self
                 .generation
                 .lock()
-                .map_err(|_| perr(ErrorCode::InternalError, "poisoned"))?;
+                .unwrap_or_else(PoisonError::into_inner);
             *g += 1;
             *g
         };
-        let sid = b.session_id.clone();
+        let sid = binding.session_id.clone();
         let handle = tokio::spawn(async move {
-            let outcome = rt.run().await;
+            let outcome = runtime.run().await;
             tracing::info!(session = %sid, outcome = ?outcome, "child runtime ended");
             outcome
         });
-        let mut children = self
-            .children
-            .lock()
-            .map_err(|_| perr(ErrorCode::InternalError, "poisoned"))?;
+        let mut children = self.children.lock().unwrap_or_else(PoisonError::into_inner);
         children.insert(
-            b.session_id.clone(),
+            binding.session_id.clone(),
             Child {
-                binding: b.clone(),
+                binding,
                 stop,
                 handle,
                 activity,
                 generation,
             },
         );
-        Ok(())
     }
 
     async fn stop_child(&self, sid: &str) -> bool {
@@ -978,35 +980,23 @@ impl Control {
                 .filter(|ch| !ch.handle.is_finished())
                 .map(|ch| ch.binding.clone())
         });
-        let mut replaced = false;
-        match &live_binding {
-            Some(b) if *b == new => {}
-            Some(_) => {
-                self.stop_child(sid).await;
-                replaced = true;
-                if let Err(m) = self.start_child(&new) {
-                    // Try to bring the previous child back with its binding.
-                    if let Some(old) = &live_binding {
-                        let _ = self.start_child(old);
-                    }
+        // 9.7 step 3. Every step that can fail comes before a live child is stopped:
+        // if the new child cannot start (the limit, or its root cannot be opened, e.g.
+        // EMFILE), the request fails with the old child still running untouched and the
+        // previous binding kept, so nothing is left to restart (13.17).
+        let ready = if live_binding.as_ref() == Some(&new) {
+            None
+        } else {
+            match self.prepare_child(&new) {
+                Ok(r) => Some(r),
+                Err(m) => {
                     return self
                         .fail("RESTORE_SESSION", id, sid, Message::Error(m))
                         .await;
                 }
             }
-            None => {
-                if let Err(m) = self.start_child(&new) {
-                    return self
-                        .fail("RESTORE_SESSION", id, sid, Message::Error(m))
-                        .await;
-                }
-            }
-        }
+        };
         if !self.store_binding(new.clone()) {
-            self.stop_child(sid).await;
-            if let Some(prev) = previous {
-                let _ = self.store_binding(prev);
-            }
             return self
                 .fail(
                     "RESTORE_SESSION",
@@ -1016,6 +1006,15 @@ impl Control {
                 )
                 .await;
         }
+        let started_here = ready.is_some();
+        let mut replaced = false;
+        if let Some(ready) = ready {
+            // Stop once, start once with the new binding.
+            if live_binding.is_some() {
+                replaced = self.stop_child(sid).await;
+            }
+            self.launch_child(ready);
+        }
         let d = Map::new()
             .with("allowed_root", new.allowed_root.as_str())
             .with("fingerprint", new.fingerprint.as_str())
@@ -1024,7 +1023,22 @@ impl Control {
             .details(d)
             .request_id(id)
             .session(sid);
-        self.audit.write(ev).await?;
+        if let Err(e) = self.audit.write(ev).await {
+            // 9.7 step 4. A failed audit write stops the whole daemon (exit 78), so a
+            // replaced child is not restarted; the binding goes back to what it was.
+            if started_here {
+                self.stop_child(sid).await;
+            }
+            match previous {
+                Some(prev) => {
+                    let _ = self.store_binding(prev);
+                }
+                None => {
+                    self.remove_binding(sid);
+                }
+            }
+            return Err(e);
+        }
         tracing::info!(session = sid, replaced, "session restored");
         let Ok(fp) = Fingerprint::new(new.fingerprint) else {
             return Ok(err(ErrorCode::InternalError, "bad fingerprint"));
@@ -1077,27 +1091,22 @@ impl Control {
                 })
                 .unwrap_or_default();
             for (sid, secs, generation) in idle {
-                let lock = self.session_lock(&sid);
-                {
-                    let _g = lock.lock().await;
-                    let still = self
-                        .children
-                        .lock()
-                        .map(|c| c.get(&sid).is_some_and(|ch| ch.generation == generation))
-                        .unwrap_or(false);
-                    if still {
-                        let ev = shim_audit::AuditEvent::new("IDLE_SESSION_DETACH")
-                            .details(
-                                Map::new().with("idle_seconds", (secs * 1000.0).round() / 1000.0),
-                            )
-                            .session(sid.as_str());
-                        if self.audit.write(ev).await.is_ok() {
-                            tracing::info!(session = %sid, "stopping an idle child runtime");
-                            self.stop_child(&sid).await;
-                        }
+                // Re-checked under the session's mutex (9.9).
+                let _g = self.session_locks.lock(&sid).await;
+                let still = self
+                    .children
+                    .lock()
+                    .map(|c| c.get(&sid).is_some_and(|ch| ch.generation == generation))
+                    .unwrap_or(false);
+                if still {
+                    let ev = shim_audit::AuditEvent::new("IDLE_SESSION_DETACH")
+                        .details(Map::new().with("idle_seconds", (secs * 1000.0).round() / 1000.0))
+                        .session(sid.as_str());
+                    if self.audit.write(ev).await.is_ok() {
+                        tracing::info!(session = %sid, "stopping an idle child runtime");
+                        self.stop_child(&sid).await;
                     }
                 }
-                self.release_session_lock(&sid, lock);
             }
         }
     }

@@ -101,12 +101,75 @@ impl Target<'_> {
     }
 }
 
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, JailError> + Send + 'static,
-) -> Result<T, JailError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r,
-        Err(e) => Err(JailError::Internal(format!("file operation failed: {e}"))),
+fn joined<T>(r: Result<Result<T, JailError>, tokio::task::JoinError>) -> Result<T, JailError> {
+    r.unwrap_or_else(|e| Err(JailError::Internal(format!("file operation failed: {e}"))))
+}
+
+/// A jail operation running on the blocking pool. Blocking work cannot be aborted, so when the
+/// request is cancelled (its connection ends, its child runtime stops) the operation still
+/// finishes; dropping this before it was awaited to the end hands the result to a detached
+/// task that writes the record with `cancelled: true`, so that no operation that touched the
+/// filesystem goes unaudited (the rule 12.10 gives commands, applied to files).
+struct PendingJailOp<T: Send + 'static> {
+    handle: Option<tokio::task::JoinHandle<Result<T, JailError>>>,
+    audit: Auditor,
+    op: &'static str,
+    id: String,
+    path: String,
+    started: Instant,
+}
+
+impl<T: Send + 'static> PendingJailOp<T> {
+    async fn outcome(&mut self) -> Result<T, JailError> {
+        let Some(handle) = self.handle.as_mut() else {
+            return Err(JailError::Internal(
+                "file operation already awaited".to_owned(),
+            ));
+        };
+        let r = joined(handle.await);
+        self.handle = None;
+        r
+    }
+}
+
+impl<T: Send + 'static> Drop for PendingJailOp<T> {
+    fn drop(&mut self) {
+        let Some(handle) = self.handle.take() else {
+            return;
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (audit, op, id, path, started) = (
+            self.audit.clone(),
+            self.op,
+            std::mem::take(&mut self.id),
+            std::mem::take(&mut self.path),
+            self.started,
+        );
+        rt.spawn(async move {
+            let (op, d, r) = match joined(handle.await) {
+                Ok(_) => (
+                    op,
+                    Map::new().with("path", path),
+                    AuditResult::ok_after(started.elapsed()),
+                ),
+                Err(e) if e.is_jail_violation() => (
+                    "JAIL_VIOLATION",
+                    Map::new()
+                        .with("code", e.code().as_str())
+                        .with("path", path)
+                        .with("attempted_op", op),
+                    AuditResult::failed(&e.code()),
+                ),
+                Err(e) => {
+                    let mut r = AuditResult::failed(&e.code());
+                    r.duration_ms = millis(started);
+                    (op, Map::new().with("path", path), r)
+                }
+            };
+            let _ = audit.op(op, Some(&id), d.with("cancelled", true), r).await;
+        });
     }
 }
 
@@ -134,7 +197,15 @@ impl DataPlane {
     ) -> Result<Message, AuditFailed> {
         let started = Instant::now();
         let jail = self.jail.clone();
-        match blocking(move || run(&jail)).await {
+        let mut pending = PendingJailOp {
+            handle: Some(tokio::task::spawn_blocking(move || run(&jail))),
+            audit: self.audit.clone(),
+            op,
+            id: id.to_owned(),
+            path: target.audit_path(),
+            started,
+        };
+        match pending.outcome().await {
             Ok(out) => {
                 let result = AuditResult::ok_after(started.elapsed());
                 self.audit

@@ -27,6 +27,7 @@ mod cu;
 mod data;
 mod machine;
 mod oauth_cli;
+mod session_locks;
 
 use std::io::IsTerminal;
 use std::io::Write;

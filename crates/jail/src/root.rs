@@ -82,7 +82,14 @@ impl JailRoot {
         if config.refuse_symlink_root {
             flags |= OFlags::NOFOLLOW;
         }
-        let root_fd = rustix::fs::open(root, flags, Mode::empty()).map_err(|_| gone.clone())?;
+        // Running out of descriptors or memory says nothing about the root: those are
+        // internal errors, not the spec's "does not exist" (2.1).
+        let root_fd = rustix::fs::open(root, flags, Mode::empty()).map_err(|e| match e {
+            rustix::io::Errno::MFILE | rustix::io::Errno::NFILE | rustix::io::Errno::NOMEM => {
+                JailError::Internal(format!("cannot open the allowed root: {e}"))
+            }
+            _ => gone.clone(),
+        })?;
         let meta = sys::fstat(&root_fd).map_err(|_| gone.clone())?;
         if !meta.is_dir() {
             return Err(gone);

@@ -34,7 +34,7 @@ use crate::suite::harness::raw_request;
 use crate::suite::harness::stat;
 use crate::suite::harness::with_op;
 
-const SID: &str = "0b6c7a52-4f3e-4d1c-9a35-0c1f8e2d7a11";
+pub(super) const SID: &str = "0b6c7a52-4f3e-4d1c-9a35-0c1f8e2d7a11";
 
 fn tok(s: &str) -> BrowseToken {
     BrowseToken::new(s).unwrap()
@@ -71,14 +71,14 @@ fn activate(sid: &str, revision: u64) -> Message {
     })
 }
 
-fn restore(sid: &str, grant: &str) -> Message {
+pub(super) fn restore(sid: &str, grant: &str) -> Message {
     Message::RestoreSession(RestoreSession {
         session_id: SessionId::new(sid).unwrap(),
         root_grant: RootGrant::new(grant).unwrap(),
     })
 }
 
-fn detach(sid: &str) -> Message {
+pub(super) fn detach(sid: &str) -> Message {
     Message::DetachSession(DetachSession {
         session_id: SessionId::new(sid).unwrap(),
     })
@@ -105,7 +105,9 @@ async fn activate_child(env: &Env, conn: &Connection, sid: &str) -> Connection {
 
 /// Starts the daemon, then attaches `SID` to folder A (revision 1) and re-attaches it to
 /// folder B (revision 2, 13.12); returns both attachments.
-async fn two_revisions(env: &Env) -> (Child, Connection, SessionAttached, SessionAttached) {
+pub(super) async fn two_revisions(
+    env: &Env,
+) -> (Child, Connection, SessionAttached, SessionAttached) {
     env.home_dirs(&["A", "B"]);
     let (child, conn) = start(env, &[]).await;
     let g1 = browse_and_attach(&conn, SID, "A").await;

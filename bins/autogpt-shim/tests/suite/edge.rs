@@ -1,6 +1,6 @@
 //! Remaining pinned edge cases against the real binary: a platform that stops answering
 //! WebSocket pings (2.4), NUL-heavy output near the frame limit (13.20), the command environment (JAIL_FILES_EXEC.md
-//! 12.5), many invalid restores (13.18, observable part).
+//! 12.5), many invalid restores (13.18), a replacement child that cannot start (13.17).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,10 +14,15 @@ use shim_protocol::messages::exec::ExecuteCommand;
 use shim_protocol::messages::handshake::Empty;
 use shim_protocol::values::RootGrant;
 use shim_protocol::values::SessionId;
+use tokio::io::AsyncBufReadExt;
+use tokio::process::Child;
 
+use crate::suite::control;
 use crate::suite::harness::Env;
 use crate::suite::harness::T;
 use crate::suite::harness::error_code;
+use crate::suite::harness::stop_cleanly;
+use crate::suite::harness::with_op;
 
 const SID: &str = "9a4c2f7e-5d3b-4e1a-8c6f-2b7d9e0a1c34";
 
@@ -138,12 +143,32 @@ async fn commands_never_inherit_the_daemons_loader_or_secret_variables() {
     env.assert_no_violations();
 }
 
+/// Collects the daemon's stderr lines while it runs (so a chatty log never fills the pipe);
+/// the task ends with the lines when the daemon closes stderr.
+fn collect_stderr(child: &mut Child) -> tokio::task::JoinHandle<Vec<String>> {
+    let stderr = child.stderr.take().unwrap();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        let mut out = Vec::new();
+        while let Ok(Some(l)) = lines.next_line().await {
+            out.push(l);
+        }
+        out
+    })
+}
+
 #[tokio::test]
-async fn a_hundred_invalid_restores_leave_the_control_plane_working() {
-    // 13.18, as far as it is observable from outside: each invalid grant is refused
-    // with ROOT_GRANT_INVALID, and the daemon then still attaches and restores normally.
+async fn a_hundred_invalid_restores_leave_no_session_mutexes_behind() {
+    // 13.18: each invalid grant is refused with ROOT_GRANT_INVALID, the daemon's DEBUG
+    // line after each session request reports no session mutex left (the map itself is
+    // unit-tested in shim-daemon's session_locks_tests.rs), and the daemon then still
+    // answers normally.
     let env = Env::new(PeerConfig::default()).await;
-    let _child = env.start_control(&[]);
+    let mut child = env
+        .command(&["--log-level", "DEBUG", "start"])
+        .spawn()
+        .unwrap();
+    let log = collect_stderr(&mut child);
     let conn = env.next().await;
     for i in 0..100 {
         let r = conn
@@ -161,4 +186,137 @@ async fn a_hundred_invalid_restores_leave_the_control_plane_working() {
     let r = conn.request(Message::Ping(Empty {}), T).await.unwrap();
     assert_eq!(r.frame.message_type(), MessageType::Pong);
     env.assert_no_violations();
+    stop_cleanly(child).await;
+    let lines = log.await.unwrap();
+    let served: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("session request served"))
+        .collect();
+    assert_eq!(served.len(), 100, "{lines:#?}");
+    for l in served {
+        assert!(l.ends_with("session_locks=0"), "{l}");
+    }
+    env.verify_audit();
+}
+
+/// Sets the daemon's soft limit of open files; returns the previous limits.
+fn limit_open_files(child: &Child, current: u64) -> rustix::process::Rlimit {
+    use rustix::process::Resource;
+    let pid = rustix::process::Pid::from_raw(child.id().unwrap() as i32).unwrap();
+    // The daemon inherited this process's limits and does not change them.
+    let mine = rustix::process::getrlimit(Resource::Nofile);
+    rustix::process::prlimit(
+        Some(pid),
+        Resource::Nofile,
+        rustix::process::Rlimit {
+            current: Some(current),
+            maximum: mine.maximum,
+        },
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_newer_grant_whose_child_cannot_start_keeps_the_old_child_and_binding() {
+    // 13.17, second half, with a real fault: the daemon may not open any new file
+    // descriptor (RLIMIT_NOFILE 0, so every open fails with EMFILE). Verifying the grant
+    // needs none (lstat, realpath, access, HMAC), so the restore gets as far as opening
+    // the new root for the replacement child, and fails there.
+    let env = Env::new(PeerConfig::default()).await;
+    let (child, conn, g1, g2) = control::two_revisions(&env).await;
+    // Bring the session back at revision 1 with a live child (as a_newer_grant_replaces_a_live_child).
+    conn.request(control::detach(control::SID), T)
+        .await
+        .unwrap();
+    let r = conn
+        .request(control::restore(control::SID, g1.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    let old = env.next().await;
+    assert_eq!(
+        old.hello.allowed_root.as_deref(),
+        Some(g1.allowed_root.as_str())
+    );
+
+    let saved = limit_open_files(&child, 0);
+    let r = conn
+        .request_with_id(
+            "restore-without-fds",
+            control::restore(control::SID, g2.root_grant.as_str()),
+            T,
+        )
+        .await;
+    let restored = rustix::process::prlimit(
+        Some(rustix::process::Pid::from_raw(child.id().unwrap() as i32).unwrap()),
+        rustix::process::Resource::Nofile,
+        saved,
+    );
+    restored.unwrap();
+    let r = r.unwrap();
+    // 9.7 step 4: a child that cannot start is INTERNAL_ERROR.
+    assert_eq!(error_code(&r.frame.message), "INTERNAL_ERROR");
+    match &r.frame.message {
+        Message::Error(e) => assert!(
+            // The cause is named: the root exists, the descriptors ran out.
+            e.message.starts_with("cannot open the session root")
+                && e.message.contains("open files")
+                && !e.message.contains("does not exist"),
+            "{}",
+            e.message
+        ),
+        _ => unreachable!(),
+    }
+
+    // The old child was never stopped: its connection still answers, and no child
+    // connects again (a stopped-and-restarted child would).
+    let r = old.request(Message::Ping(Empty {}), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::Pong);
+    env.assert_no_connection(Duration::from_secs(1)).await;
+    // The new binding was not retained: the old grant is still the current one (a kept
+    // revision 2 would answer SESSION_REVISION_MISMATCH), and it matches the live child,
+    // which is kept.
+    let r = conn
+        .request(control::restore(control::SID, g1.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    match &r.frame.message {
+        Message::SessionRestored(s) => {
+            assert_eq!(s.revision, 1);
+            assert_eq!(s.allowed_root, g1.allowed_root);
+        }
+        other => panic!("{other:?}"),
+    }
+    env.assert_no_connection(Duration::from_millis(500)).await;
+    old.request(Message::Ping(Empty {}), T).await.unwrap();
+
+    // With descriptors available again, the newer grant replaces the child as usual.
+    let r = conn
+        .request(control::restore(control::SID, g2.root_grant.as_str()), T)
+        .await
+        .unwrap();
+    match &r.frame.message {
+        Message::SessionRestored(s) => assert_eq!(s.revision, 2),
+        other => panic!("{other:?}"),
+    }
+    old.closed(T).await.unwrap();
+    let new = env.next().await;
+    assert_eq!(
+        new.hello.allowed_root.as_deref(),
+        Some(g2.allowed_root.as_str())
+    );
+    env.assert_no_violations();
+    env.stop(child).await;
+
+    // The failed restore is audited, and the log verifies.
+    env.verify_audit();
+    let records = env.audit_records();
+    let failed: Vec<_> = with_op(&records, "RESTORE_SESSION")
+        .into_iter()
+        .filter(|r| r["request_id"] == "restore-without-fds")
+        .collect();
+    assert_eq!(failed.len(), 1, "{records:#?}");
+    assert_eq!(failed[0]["session_id"], control::SID);
+    assert_eq!(failed[0]["result"]["ok"], false);
+    assert_eq!(failed[0]["result"]["error_code"], "INTERNAL_ERROR");
 }

@@ -905,3 +905,54 @@ async fn a_clean_disconnect_waits_the_base_delay() {
     second.request(Message::Ping(Empty {}), T).await.unwrap();
     env.assert_no_violations();
 }
+
+#[tokio::test]
+async fn a_file_operation_cancelled_by_a_lost_connection_is_still_audited() {
+    // Blocking file work cannot be aborted: a write the connection no longer waits for still
+    // lands on disk, so it must still be audited (with `cancelled: true`), and exactly once.
+    use rustix::fs::inotify;
+    let env = Env::new(PeerConfig::default()).await;
+    let dir = std::path::Path::new(env.root_str()).join("big");
+    std::fs::create_dir(&dir).unwrap();
+    // The jail writes through a temporary file in the target's directory: its creation
+    // proves the operation has started; 8 MiB and an fsync keep it running a while after.
+    let ino =
+        inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).unwrap();
+    inotify::add_watch(&ino, &dir, inotify::WatchFlags::CREATE).unwrap();
+    let child = env.start_legacy(SID, &[]);
+    let conn = std::sync::Arc::new(env.next().await);
+    let id = "5f0c2a4e-3c7d-4b8e-9a1f-6d2e8b7c4a01";
+    let target = dir.join("big.txt");
+    let content = "x".repeat(8 << 20);
+    let c = conn.clone();
+    let msg = write(target.to_str().unwrap(), &content);
+    let _pending = tokio::spawn(async move {
+        let _ = c.request_with_id(id, msg, T).await;
+    });
+    let deadline = std::time::Instant::now() + T;
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    while inotify::Reader::new(&ino, &mut buf).next().is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon never started writing"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    conn.close(1011, "server error");
+    let _again = env.next().await;
+    let ours = |r: &serde_json::Value| r["request_id"] == id;
+    wait_until("the cancelled write is audited", || {
+        env.audit_records().iter().any(ours)
+    })
+    .await;
+    let records: Vec<_> = env.audit_records().into_iter().filter(ours).collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["op"], "FILE_WRITE");
+    assert_eq!(records[0]["details"]["cancelled"], true, "{records:?}");
+    assert_eq!(records[0]["details"]["path"], target.to_str().unwrap());
+    assert_eq!(records[0]["result"]["ok"], true);
+    assert_eq!(std::fs::metadata(&target).unwrap().len(), 8 << 20);
+    env.stop(child).await;
+    env.verify_audit();
+    env.assert_no_violations();
+}
