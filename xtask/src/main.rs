@@ -5,6 +5,8 @@
 //! and the cargo tools it uses through `cargo install --locked`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod codegen;
+
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Command;
@@ -108,6 +110,12 @@ enum Cmd {
     /// `cargo check` the daemon and its crates for Windows and macOS (best effort: a target
     /// rustup cannot add is skipped with a message).
     CheckTargets,
+    /// Regenerate the checked-in generated files (the protocol's JSON schema).
+    Codegen {
+        /// Only check that the checked-in files match the code; fail if they do not.
+        #[arg(long)]
+        check: bool,
+    },
     /// Run a benchmark that prints figures.
     Bench {
         /// Which: audit, e2e, cu.
@@ -141,6 +149,7 @@ fn run(cmd: Cmd) -> Result<()> {
         }
         Cmd::Ci => ci(&root),
         Cmd::CheckTargets => check_targets(),
+        Cmd::Codegen { check } => codegen::codegen(&root, check),
         Cmd::Fuzz { target, time } => {
             ensure_cargo_tool("fuzz", "cargo-fuzz")?;
             fuzz(&root, &target, time)
@@ -246,6 +255,7 @@ fn oidc_provider() -> Result<()> {
 
 fn ci(root: &Path) -> Result<()> {
     step("format", || cargo(&["fmt", "--all", "--", "--check"]))?;
+    step("generated files", || codegen::codegen(root, true))?;
     step("clippy", || {
         cargo(&[
             "clippy",

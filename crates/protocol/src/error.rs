@@ -42,6 +42,20 @@ macro_rules! error_codes {
                 }
             }
         }
+
+        #[cfg(feature = "schema")]
+        impl schemars::JsonSchema for ErrorCode {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                "ErrorCode".into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                crate::schema::open_enum(
+                    &["A wire error code (section 8). Receivers accept codes they do not know."],
+                    &[$($wire),*],
+                )
+            }
+        }
     };
 }
 
@@ -165,6 +179,7 @@ impl<'de> Deserialize<'de> for ErrorCode {
 
 /// The `ERROR` payload (section 7.9).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ErrorPayload {
     /// The error code.
@@ -224,6 +239,7 @@ pub trait ErrorDetails: Serialize {
 /// `CAPABILITY_NOT_GRANTED` from the daemon's dispatch check (section 6.2 and the
 /// spec README: `capability` is read by the platform).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CapabilityNotGrantedDetails {
     /// The capability the request needs.
     pub capability: String,
@@ -236,6 +252,7 @@ impl ErrorDetails for CapabilityNotGrantedDetails {}
 
 /// `PATH_*` details: the requested path as received (spec README).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PathDetails {
     /// The path as the request carried it.
     pub path: String,
@@ -244,6 +261,7 @@ impl ErrorDetails for PathDetails {}
 
 /// `PATH_*` details of `FILE_MOVE`: both paths as received.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MovePathDetails {
     /// Source as received.
     pub src: String,
@@ -254,6 +272,7 @@ impl ErrorDetails for MovePathDetails {}
 
 /// `SHIM_OVERLOADED` at admission.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OverloadedDetails {
     /// The negotiated per-connection cap.
     pub max_concurrent: u32,
@@ -262,6 +281,7 @@ impl ErrorDetails for OverloadedDetails {}
 
 /// `SESSION_REVISION_MISMATCH`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RevisionMismatchDetails {
     /// The binding's current revision.
     pub current_revision: u64,
@@ -270,6 +290,7 @@ impl ErrorDetails for RevisionMismatchDetails {}
 
 /// `FEATURE_NOT_SUPPORTED` from computer use (and hardware).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FeatureNotSupportedDetails {
     /// The feature name.
     pub feature: String,
@@ -281,6 +302,7 @@ impl ErrorDetails for FeatureNotSupportedDetails {}
 
 /// `WINDOW_STALE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WindowStaleDetails {
     /// The stale id.
     pub window_id: String,
@@ -291,6 +313,7 @@ impl ErrorDetails for WindowStaleDetails {}
 
 /// `PERMISSION_PENDING`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PermissionPendingDetails {
     /// The missing permission, e.g. `accessibility`.
     pub permission: String,
@@ -304,6 +327,7 @@ impl ErrorDetails for PermissionPendingDetails {}
 
 /// `CLIPBOARD_CONCEALED`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClipboardConcealedDetails {
     /// `writeback_only`, `writeback_overwritten` or `concealed_type`.
     pub reason: String,
@@ -318,6 +342,7 @@ impl ErrorDetails for ClipboardConcealedDetails {}
 
 /// One display in `INPUT_OUT_OF_BOUNDS` details.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DisplayBounds {
     /// Display index.
     pub index: u32,
@@ -329,6 +354,7 @@ pub struct DisplayBounds {
 
 /// `INPUT_OUT_OF_BOUNDS`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct InputOutOfBoundsDetails {
     /// The offending point.
     pub requested_coordinate: [i64; 2],
@@ -339,6 +365,7 @@ impl ErrorDetails for InputOutOfBoundsDetails {}
 
 /// `MODEL_NOT_AVAILABLE` for an unknown model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelNotAvailableDetails {
     /// The requested model.
     pub requested_model: String,
@@ -349,6 +376,7 @@ impl ErrorDetails for ModelNotAvailableDetails {}
 
 /// `LOCAL_LLM_FAILED` and backend-404 `MODEL_NOT_AVAILABLE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BackendErrorDetails {
     /// The backend's error text.
     pub backend_error: String,
@@ -357,6 +385,7 @@ impl ErrorDetails for BackendErrorDetails {}
 
 /// `DEPENDENCY_MISSING`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DependencyMissingDetails {
     /// The missing dependency.
     pub dep: String,
@@ -371,6 +400,7 @@ impl ErrorDetails for DependencyMissingDetails {}
 
 /// `RECORDING_CHANNEL_UNAVAILABLE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RecordingChannelDetails {
     /// Channels asked for.
     pub requested_channels: Vec<String>,
@@ -381,6 +411,7 @@ impl ErrorDetails for RecordingChannelDetails {}
 
 /// `RECORDING_ALREADY_ACTIVE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RecordingActiveDetails {
     /// The active recording.
     pub recording_id: String,
@@ -389,6 +420,7 @@ impl ErrorDetails for RecordingActiveDetails {}
 
 /// PROPOSED `HARDWARE_DEVICE_NOT_FOUND`, `HARDWARE_NOT_ALLOWED`, `HARDWARE_DEVICE_BUSY`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HardwareDeviceDetails {
     /// `serial`, `usb` or `gpio`.
     #[serde(rename = "type")]
@@ -407,6 +439,7 @@ impl ErrorDetails for HardwareDeviceDetails {}
 
 /// PROPOSED `HARDWARE_HANDLE_STALE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HardwareHandleDetails {
     /// The stale handle.
     pub handle: String,
@@ -415,6 +448,7 @@ impl ErrorDetails for HardwareHandleDetails {}
 
 /// PROPOSED `HARDWARE_IO_FAILED`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HardwareIoDetails {
     /// The OS error text.
     pub os_error: String,

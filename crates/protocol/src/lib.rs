@@ -22,6 +22,8 @@ pub mod frame;
 pub mod hello_rules;
 pub mod limits;
 pub mod messages;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod values;
 pub mod version;
 mod wire_enum;

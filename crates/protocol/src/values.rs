@@ -12,8 +12,11 @@ use crate::wire_enum::wire_enum;
 pub struct SyntaxError(pub &'static str);
 
 macro_rules! string_newtype {
-    ($(#[$meta:meta])* $name:ident, $check:path, $strategy:literal) => {
-        $(#[$meta])*
+    (
+        $(#[doc = $doc:literal])* $name:ident, $check:path, $strategy:literal,
+        schema: { $($schema:tt)* }
+    ) => {
+        $(#[doc = $doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
         #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
@@ -58,6 +61,20 @@ macro_rules! string_newtype {
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0
+            }
+        }
+
+        // The syntax rule of `Self::new` as a `pattern` or length bounds.
+        #[cfg(feature = "schema")]
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let mut schema = schemars::json_schema!({ "type": "string", $($schema)* });
+                crate::schema::describe(&mut schema, &[$($doc),*]);
+                schema
             }
         }
     };
@@ -118,26 +135,30 @@ string_newtype!(
     /// `../control?admin=true` are refused, so a session id can never escape a URL path.
     SessionId,
     check_session_id,
-    "[A-Za-z0-9][A-Za-z0-9._:-]{0,40}"
+    "[A-Za-z0-9][A-Za-z0-9._:-]{0,40}",
+    schema: { "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]{0,255}$" }
 );
 string_newtype!(
     /// An opaque browse token (`browse_id`, `directory_ref`, `cursor`): 1-256 characters.
     BrowseToken,
     check_browse_token,
-    "[A-Za-z0-9_-]{1,64}"
+    "[A-Za-z0-9_-]{1,64}",
+    schema: { "minLength": 1, "maxLength": 256 }
 );
 string_newtype!(
     /// A filesystem fingerprint: 64 lower-case hex digits (section 9.4).
     Fingerprint,
     check_fingerprint,
-    "[0-9a-f]{64}"
+    "[0-9a-f]{64}",
+    schema: { "pattern": "^[0-9a-f]{64}$" }
 );
 string_newtype!(
     /// A root grant string: 1-131 072 characters (section 9.5). Its signature is checked
     /// by the daemon, not here.
     RootGrant,
     check_root_grant,
-    "v1\\.[A-Za-z0-9_-]{1,80}\\.[A-Za-z0-9_-]{43}"
+    "v1\\.[A-Za-z0-9_-]{1,80}\\.[A-Za-z0-9_-]{43}",
+    schema: { "minLength": 1, "maxLength": 131_072 }
 );
 
 wire_enum! {

@@ -7,10 +7,10 @@
 /// added by a newer platform within major 1 decode (section 4).
 macro_rules! wire_enum {
     (
-        $(#[$meta:meta])*
+        $(#[doc = $doc:literal])*
         closed $name:ident { $($(#[$vdoc:meta])* $variant:ident => $wire:literal,)* }
     ) => {
-        $(#[$meta])*
+        $(#[doc = $doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
         pub enum $name { $($(#[$vdoc])* $variant,)* }
@@ -52,12 +52,23 @@ macro_rules! wire_enum {
                 })
             }
         }
+
+        #[cfg(feature = "schema")]
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                crate::schema::closed_enum(&[$($doc),*], &[$($wire),*])
+            }
+        }
     };
     (
-        $(#[$meta:meta])*
+        $(#[doc = $doc:literal])*
         open $name:ident { $($(#[$vdoc:meta])* $variant:ident => $wire:literal,)* }
     ) => {
-        $(#[$meta])*
+        $(#[doc = $doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
         pub enum $name {
@@ -97,6 +108,17 @@ macro_rules! wire_enum {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
                 Ok($name::from_wire(&s))
+            }
+        }
+
+        #[cfg(feature = "schema")]
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                crate::schema::open_enum(&[$($doc),*], &[$($wire),*])
             }
         }
     };

@@ -13,6 +13,25 @@ use crate::values::SessionId;
 
 /// `DIRECTORY_LIST_REQUEST` (section 9.2). The initial request is `{}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+// The rules of `validate` below: a reference counts when it is a string (null is absent).
+#[cfg_attr(feature = "schema", schemars(extend("allOf" = [
+    {
+        "if": { "required": ["browse_id"], "properties": { "browse_id": { "type": "string" } } },
+        "then": { "required": ["directory_ref"], "properties": { "directory_ref": { "type": "string" } } }
+    },
+    {
+        "if": { "required": ["directory_ref"], "properties": { "directory_ref": { "type": "string" } } },
+        "then": { "required": ["browse_id"], "properties": { "browse_id": { "type": "string" } } }
+    },
+    {
+        "if": { "required": ["cursor"], "properties": { "cursor": { "type": "string" } } },
+        "then": {
+            "required": ["browse_id", "directory_ref"],
+            "properties": { "browse_id": { "type": "string" }, "directory_ref": { "type": "string" } }
+        }
+    }
+])))]
 pub struct DirectoryListRequest {
     /// The browse session; set together with `directory_ref`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,6 +59,7 @@ impl Validate for DirectoryListRequest {
 
 /// A directory as shown to the platform: an opaque reference, a name and a path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct DirectoryReference {
     /// Opaque reference for navigation and attach.
@@ -52,6 +72,7 @@ pub struct DirectoryReference {
 
 /// `DIRECTORY_LIST_RESPONSE` (section 9.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct DirectoryListResponse {
     /// The browse session.
@@ -76,6 +97,7 @@ pub struct DirectoryListResponse {
 
 /// `ATTACH_SESSION` (section 9.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct AttachSession {
     /// The chat session to bind.
@@ -91,6 +113,7 @@ pub struct AttachSession {
 
 /// `SESSION_ATTACHED` (section 9.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SessionAttached {
     /// The bound session.
@@ -107,6 +130,7 @@ pub struct SessionAttached {
 
 /// `ACTIVATE_SESSION` (section 9.6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ActivateSession {
     /// The session to start.
@@ -117,11 +141,13 @@ pub struct ActivateSession {
         any(test, feature = "arbitrary"),
         proptest(strategy = "1u64..1_000_000")
     )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub revision: u64,
 }
 
 /// `SESSION_ACTIVATED` (section 9.6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SessionActivated {
     /// The session.
@@ -136,6 +162,7 @@ pub struct SessionActivated {
 
 /// `RESTORE_SESSION` (section 9.7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct RestoreSession {
     /// The session to restore.
@@ -146,6 +173,7 @@ pub struct RestoreSession {
 
 /// `SESSION_RESTORED` (section 9.7); `root_grant` is byte-identical to the request's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SessionRestored {
     /// The session.
@@ -162,6 +190,7 @@ pub struct SessionRestored {
 
 /// `DETACH_SESSION` (section 9.10).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct DetachSession {
     /// The session to detach.

@@ -35,6 +35,7 @@ impl Default for ImageFormat {
 
 /// `SCREENSHOT_REQUEST` (COMPUTER_USE_HW.md 4.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ScreenshotRequest {
     /// Display index; out-of-range values (including the reserved -1) mean display 0.
@@ -63,6 +64,7 @@ fn default_quality() -> i64 {
 
 /// `SCREENSHOT_RESPONSE.meta`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ScreenshotMeta {
     /// Desktop coordinates of the image's top-left.
@@ -75,6 +77,7 @@ pub struct ScreenshotMeta {
 
 /// `SCREENSHOT_RESPONSE` (COMPUTER_USE_HW.md 4.1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ScreenshotResponse {
     /// Standard base64 with padding.
@@ -175,6 +178,7 @@ wire_enum! {
 
 /// `INPUT_ACTION` (COMPUTER_USE_HW.md 4.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct InputAction {
     /// The action.
@@ -226,6 +230,7 @@ pub struct InputAction {
 
 /// `CURSOR_POSITION_RESPONSE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct CursorPositionResponse {
     /// Desktop x.
@@ -239,6 +244,7 @@ pub struct CursorPositionResponse {
 
 /// One display of `DISPLAY_INFO_RESPONSE`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct MonitorInfo {
     /// Display index.
@@ -268,6 +274,7 @@ fn default_scale() -> f64 {
 
 /// `DISPLAY_INFO_RESPONSE`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct DisplayInfoResponse {
     /// Every display.
@@ -280,6 +287,7 @@ pub struct DisplayInfoResponse {
 
 /// `WINDOW_LIST_REQUEST`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct WindowListRequest {
     /// Only windows of this application.
@@ -295,6 +303,7 @@ pub struct WindowListRequest {
 
 /// One window of `WINDOW_LIST_RESPONSE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct WindowInfo {
     /// `"win_" + UUIDv4`, minted by the daemon.
@@ -328,6 +337,7 @@ pub struct WindowInfo {
 
 /// `WINDOW_LIST_RESPONSE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct WindowListResponse {
     /// Windows.
@@ -343,6 +353,7 @@ pub struct WindowListResponse {
 
 /// `WINDOW_FOCUS`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct WindowFocus {
     /// The window.
@@ -354,6 +365,7 @@ pub struct WindowFocus {
 
 /// `APP_LIST_REQUEST`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct AppListRequest {
     /// Include background applications.
@@ -363,6 +375,7 @@ pub struct AppListRequest {
 
 /// One application of `APP_LIST_RESPONSE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct AppInfo {
     /// Process id.
@@ -385,6 +398,7 @@ pub struct AppInfo {
 
 /// `APP_LIST_RESPONSE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct AppListResponse {
     /// Applications.
@@ -397,6 +411,7 @@ pub struct AppListResponse {
 
 /// `APP_LAUNCH` (answered with a plain `ACK`, PROTOCOL.md 14 #5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct AppLaunch {
     /// Bundle id (macOS) or desktop id.
@@ -407,6 +422,10 @@ pub struct AppLaunch {
     pub executable_path: Option<String>,
     /// Arguments.
     #[serde(default, deserialize_with = "super::null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::schema::NullOr<Vec<String>>")
+    )]
     pub args: Vec<String>,
     /// Bring it to the front.
     #[serde(default = "super::default_true")]
@@ -432,6 +451,7 @@ impl Default for ClipboardFormat {
 
 /// `CLIPBOARD_READ`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ClipboardRead {
     /// Wanted format.
@@ -441,6 +461,7 @@ pub struct ClipboardRead {
 
 /// `CLIPBOARD_READ_RESPONSE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ClipboardReadResponse {
     /// Format of `content`.
@@ -453,6 +474,7 @@ pub struct ClipboardReadResponse {
 
 /// `CLIPBOARD_WRITE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ClipboardWrite {
     /// Format of `content`.
@@ -464,6 +486,7 @@ pub struct ClipboardWrite {
 
 /// `PERMISSIONS_CHECK_REQUEST`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct PermissionsCheckRequest {
     /// Permission names.
@@ -501,6 +524,7 @@ wire_enum! {
 
 /// `PERMISSIONS_CHECK_RESPONSE`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct PermissionsCheckResponse {
     /// Name → state.

@@ -37,6 +37,7 @@ impl Default for Shell {
 /// `EXECUTE_COMMAND` (section 7.3.1). Exactly one of `command` and `argv` must be set,
 /// but that is checked by the handler after the rate limits (step 4), not here.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ExecuteCommand {
     /// A shell command line.
@@ -61,14 +62,20 @@ pub struct ExecuteCommand {
         any(test, feature = "arbitrary"),
         proptest(strategy = "proptest::option::of(1u64..100_000)")
     )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub timeout_seconds: Option<u64>,
     /// Variables merged over the safe baseline.
     #[serde(default, deserialize_with = "super::null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::schema::NullOr<BTreeMap<String, String>>")
+    )]
     pub env: BTreeMap<String, String>,
 }
 
 /// `COMMAND_RESULT` (section 7.3.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct CommandResult {
     /// Retained, decoded stdout.

@@ -41,6 +41,7 @@ impl Default for ReadFormat {
 
 /// `FILE_READ` (section 7.4.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileRead {
     /// Jailed path.
@@ -64,6 +65,7 @@ pub struct FileRead {
         any(test, feature = "arbitrary"),
         proptest(strategy = "proptest::option::of(1u64..u64::MAX)")
     )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub length: Option<u64>,
 }
 
@@ -76,6 +78,7 @@ impl FileRead {
 
 /// `FILE_CONTENTS` (section 7.4.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileContents {
     /// Decoded text, or base64.
@@ -90,6 +93,7 @@ pub struct FileContents {
 
 /// `FILE_WRITE` (section 7.4.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileWrite {
     /// Jailed path.
@@ -106,6 +110,7 @@ pub struct FileWrite {
 
 /// `FILE_STAT` (section 7.4.4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileStat {
     /// Jailed path.
@@ -117,6 +122,7 @@ pub struct FileStat {
 
 /// `FILE_STAT_RESPONSE` (section 7.4.4). With `exists: false` every other field is null.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileStatResponse {
     /// Whether the path exists.
@@ -155,6 +161,7 @@ pub struct FileStatResponse {
 
 /// `FILE_LIST` (section 7.4.5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileList {
     /// Jailed directory.
@@ -182,6 +189,7 @@ fn default_max_entries() -> u64 {
 
 /// One `FILE_LIST_RESPONSE` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileListEntry {
     /// Basename.
@@ -206,6 +214,7 @@ pub struct FileListEntry {
 
 /// `FILE_LIST_RESPONSE` (section 7.4.5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileListResponse {
     /// Entries in filesystem order.
@@ -220,6 +229,7 @@ pub struct FileListResponse {
 
 /// `FILE_DELETE` (section 7.4.6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileDelete {
     /// Jailed path.
@@ -234,6 +244,7 @@ pub struct FileDelete {
 
 /// `FILE_MOVE` (section 7.4.7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct FileMove {
     /// Jailed source.

@@ -14,6 +14,7 @@ use crate::wire_enum::wire_enum;
 
 /// An empty payload (`{}`): `PING`, `PONG`, and the field-less requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct Empty {}
 
@@ -43,6 +44,7 @@ wire_enum! {
 
 /// `HELLO` (daemon → platform, first frame; section 5.1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct Hello {
     /// Daemon semver.
@@ -60,27 +62,55 @@ pub struct Hello {
     pub screen_resolution: Option<[u32; 2]>,
     /// Advertised capabilities.
     #[serde(default, deserialize_with = "super::null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::schema::NullOr<Vec<Capability>>")
+    )]
     pub capabilities: Vec<Capability>,
     /// Null on the control connection; the canonical root on a data connection.
     #[serde(default)]
     pub allowed_root: Option<String>,
     /// Local model names from the probe.
     #[serde(default, deserialize_with = "super::null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::schema::NullOr<Vec<String>>")
+    )]
     pub local_llm_models: Vec<String>,
     /// Always `[]` in 1.1.
     #[serde(default, deserialize_with = "super::null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::schema::NullOr<Vec<HardwareDevice>>")
+    )]
     pub hardware_devices: Vec<HardwareDevice>,
     /// Fine-grained computer-use features.
     #[serde(default, deserialize_with = "super::null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::schema::NullOr<Vec<String>>")
+    )]
     pub computer_use_features: Vec<String>,
     /// Coarse computer-use buckets.
     #[serde(default, deserialize_with = "super::null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::schema::NullOr<Vec<String>>")
+    )]
     pub computer_use_features_coarse: Vec<String>,
     /// Always `[]`.
     #[serde(default, deserialize_with = "super::null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::schema::NullOr<Vec<String>>")
+    )]
     pub recording_channels: Vec<String>,
     /// Always `[]`.
     #[serde(default, deserialize_with = "super::null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "crate::schema::NullOr<Vec<String>>")
+    )]
     pub recording_routes: Vec<String>,
     /// `"1.1"`; the platform treats an absent value as `"1.0"`.
     #[serde(default = "default_hello_version")]
@@ -93,6 +123,7 @@ fn default_hello_version() -> String {
 
 /// `HELLO_ACK` (platform → daemon; section 5.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct HelloAck {
     /// Null on control connections, the URL's session id on data connections.
@@ -111,18 +142,21 @@ pub struct HelloAck {
         default = "default_max_file",
         deserialize_with = "crate::values::positive"
     )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub max_file_size_bytes: u64,
     /// Platform ceiling for command timeouts; must be > 0.
     #[serde(
         default = "default_timeout",
         deserialize_with = "crate::values::positive"
     )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub command_timeout_seconds: u64,
     /// Per-connection request cap; must be > 0.
     #[serde(
         default = "default_concurrent",
         deserialize_with = "crate::values::positive"
     )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub max_concurrent: u32,
 }
 
@@ -150,6 +184,7 @@ wire_enum! {
 
 /// `SESSION_REVOKED` (platform → daemon, unsolicited; section 7.8).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SessionRevoked {
     /// Why.
@@ -161,6 +196,7 @@ pub struct SessionRevoked {
 
 /// `STATUS` (daemon → platform, unsolicited; section 7.8).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct Status {
     /// Requests holding the connection semaphore.
@@ -182,6 +218,7 @@ pub struct Status {
 
 /// `ACK` (section 7.9): always `{"ok": true}` from the daemon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct Ack {
     /// Always true from the daemon.

@@ -14,6 +14,7 @@ use crate::wire_enum::wire_enum;
 /// A device as listed in `HELLO.hardware_devices` and `HARDWARE_LIST_RESPONSE` (P1).
 /// The deployed element shapes (`{type, port, desc}`, `{type, vid, pid, desc}`) decode too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "lowercase")]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub enum HardwareDevice {
@@ -70,6 +71,7 @@ pub enum HardwareDevice {
 
 /// `HARDWARE_LIST_RESPONSE` (P2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct HardwareListResponse {
     /// Devices of the granted types.
@@ -108,6 +110,7 @@ wire_enum! {
 
 /// `SERIAL_OPEN` (P3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SerialOpen {
     /// An enumerated, allowlisted port.
@@ -118,10 +121,12 @@ pub struct SerialOpen {
         any(test, feature = "arbitrary"),
         proptest(strategy = "50u32..=4_000_000")
     )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 50, max = 4_000_000)))]
     pub baud_rate: u32,
     /// 5-8.
     #[serde(default = "default_data_bits", deserialize_with = "lenient_int::de")]
     #[cfg_attr(any(test, feature = "arbitrary"), proptest(strategy = "5u8..=8"))]
+    #[cfg_attr(feature = "schema", schemars(range(min = 5, max = 8)))]
     pub data_bits: u8,
     /// Parity.
     #[serde(default = "default_parity")]
@@ -129,6 +134,7 @@ pub struct SerialOpen {
     /// 1 or 2.
     #[serde(default = "default_stop_bits", deserialize_with = "lenient_int::de")]
     #[cfg_attr(any(test, feature = "arbitrary"), proptest(strategy = "1u8..=2"))]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 2)))]
     pub stop_bits: u8,
     /// Flow control.
     #[serde(default = "default_flow")]
@@ -169,6 +175,7 @@ impl Validate for SerialOpen {
 
 /// `SERIAL_OPENED` (P3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SerialOpened {
     /// `"ser_" + UUIDv4`.
@@ -179,6 +186,7 @@ pub struct SerialOpened {
 
 /// `SERIAL_WRITE` (P3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SerialWrite {
     /// Handle.
@@ -192,6 +200,7 @@ pub struct SerialWrite {
 
 /// `SERIAL_READ` (P3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SerialRead {
     /// Handle.
@@ -199,10 +208,12 @@ pub struct SerialRead {
     /// 1-65 536.
     #[serde(default = "default_max_bytes", deserialize_with = "lenient_int::de")]
     #[cfg_attr(any(test, feature = "arbitrary"), proptest(strategy = "1u32..=65_536"))]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 65_536)))]
     pub max_bytes: u32,
     /// 0-10 000.
     #[serde(default = "default_timeout_ms", deserialize_with = "lenient_int::de")]
     #[cfg_attr(any(test, feature = "arbitrary"), proptest(strategy = "0u32..=10_000"))]
+    #[cfg_attr(feature = "schema", schemars(range(max = 10_000)))]
     pub timeout_ms: u32,
 }
 
@@ -233,6 +244,7 @@ impl Validate for SerialRead {
 
 /// `SERIAL_DATA` (P3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SerialData {
     /// Handle.
@@ -247,6 +259,7 @@ pub struct SerialData {
 
 /// `SERIAL_CLOSE` (P3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct SerialClose {
     /// Handle.
@@ -255,6 +268,7 @@ pub struct SerialClose {
 
 /// `GPIO_READ` (P5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct GpioRead {
     /// Chip.
@@ -265,6 +279,7 @@ pub struct GpioRead {
 
 /// `GPIO_VALUE` and `GPIO_WRITE` (P5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct GpioLevel {
     /// Chip.
@@ -273,6 +288,7 @@ pub struct GpioLevel {
     pub line: u32,
     /// 0 or 1.
     #[cfg_attr(any(test, feature = "arbitrary"), proptest(strategy = "0u8..=1"))]
+    #[cfg_attr(feature = "schema", schemars(range(max = 1)))]
     pub value: u8,
 }
 

@@ -20,6 +20,7 @@ wire_enum! {
 
 /// One chat message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ChatMessage {
     /// Role.
@@ -30,6 +31,7 @@ pub struct ChatMessage {
 
 /// `LOCAL_LLM_COMPLETION`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct LocalLlmCompletion {
     /// Model name.
@@ -83,6 +85,7 @@ wire_enum! {
 
 /// `LOCAL_LLM_COMPLETION_CHUNK` (non-terminal).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct LocalLlmCompletionChunk {
     /// New text.
@@ -93,6 +96,7 @@ pub struct LocalLlmCompletionChunk {
 
 /// Token counts; `total` only when both are known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct TokenCounts {
     /// Prompt tokens.
@@ -105,6 +109,7 @@ pub struct TokenCounts {
 
 /// `LOCAL_LLM_COMPLETION_RESPONSE` (terminal).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct LocalLlmCompletionResponse {
     /// All deltas concatenated.

@@ -214,6 +214,16 @@ macro_rules! message_table {
                 }
             }
 
+            /// The schema of the payload of a frame of type `ty` (a `$ref` into the
+            /// generator's definitions).
+            #[cfg(feature = "schema")]
+            pub(crate) fn payload_schema(
+                ty: MessageType,
+                generator: &mut schemars::SchemaGenerator,
+            ) -> schemars::Schema {
+                match ty { $(MessageType::$variant => generator.subschema_for::<$payload>(),)* }
+            }
+
             /// Serialises the payload object.
             pub(crate) fn serialize_payload<S: serde::Serializer>(
                 &self,

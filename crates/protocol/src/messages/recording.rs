@@ -52,6 +52,7 @@ fn default_channels() -> Vec<RecordingChannel> {
 
 /// `REQUEST_RECORDING_CONSENT`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct RequestRecordingConsent {
     /// Mode.
@@ -66,6 +67,7 @@ pub struct RequestRecordingConsent {
 
 /// `RECORDING_CONSENT_RESULT`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct RecordingConsentResult {
     /// The user approved.
@@ -86,6 +88,7 @@ pub struct RecordingConsentResult {
 
 /// `START_RECORDING`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct StartRecording {
     /// Mode.
@@ -103,6 +106,7 @@ pub struct StartRecording {
 /// A payload that names one recording: `RECORDING_STARTED`, `STOP_RECORDING`,
 /// `RECORDING_FETCH`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct RecordingRef {
     /// `"rec_" + UUIDv4`.
@@ -111,6 +115,7 @@ pub struct RecordingRef {
 
 /// Enrichment coverage counts of `RECORDING_SUMMARY`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct EnrichmentCoverage {
     /// Steps with DOM enrichment.
@@ -123,6 +128,7 @@ pub struct EnrichmentCoverage {
 
 /// `RECORDING_SUMMARY`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct RecordingSummary {
     /// The recording.
@@ -197,6 +203,7 @@ wire_enum! {
 
 /// A selector of an enrichment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct Selector {
     /// Strategy name.
@@ -207,6 +214,7 @@ pub struct Selector {
 
 /// A step's enrichment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct Enrichment {
     /// Kind.
@@ -253,6 +261,7 @@ wire_enum! {
 
 /// A step's value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct StepValue {
     /// Raw value (null when redacted).
@@ -278,6 +287,7 @@ wire_enum! {
 
 /// One step of a trajectory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct TrajectoryStep {
     /// Sequence number.
@@ -314,6 +324,7 @@ pub struct TrajectoryStep {
 
 /// A fetched recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct Recording {
     /// Id.
@@ -342,6 +353,7 @@ pub struct Recording {
 
 /// `RECORDING_DATA`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct RecordingData {
     /// The recording.
@@ -350,6 +362,7 @@ pub struct RecordingData {
 
 /// `APPLY_RECORDING_REVIEW`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct ApplyRecordingReview {
     /// The recording.
@@ -364,6 +377,7 @@ pub struct ApplyRecordingReview {
 
 /// `RECORDING_REVIEW_APPLIED`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct RecordingReviewApplied {
     /// The recording.
@@ -374,6 +388,7 @@ pub struct RecordingReviewApplied {
 
 /// `RECORDING_STEP` (unsolicited).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct RecordingStep {
     /// The recording.

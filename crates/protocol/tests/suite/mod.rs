@@ -1,2 +1,3 @@
 mod golden;
 mod hello_rules;
+mod schema;
