@@ -489,23 +489,20 @@ pub struct ClipboardWrite {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(any(test, feature = "arbitrary"), derive(proptest_derive::Arbitrary))]
 pub struct PermissionsCheckRequest {
-    /// Permission names.
-    #[serde(default = "default_permissions")]
+    /// Permission names; required (COMPUTER_USE_HW.md 4.8), a missing list is a malformed
+    /// payload.
     pub permissions: Vec<String>,
 }
 
 impl Default for PermissionsCheckRequest {
+    /// What the platform sends when its caller names none.
     fn default() -> Self {
         PermissionsCheckRequest {
-            permissions: default_permissions(),
+            permissions: ["screen_recording", "accessibility", "input_monitoring"]
+                .map(str::to_owned)
+                .to_vec(),
         }
     }
-}
-
-fn default_permissions() -> Vec<String> {
-    ["screen_recording", "accessibility", "input_monitoring"]
-        .map(str::to_owned)
-        .to_vec()
 }
 
 wire_enum! {
