@@ -17,6 +17,7 @@ use shim_protocol::messages::control::DirectoryListRequest;
 use shim_protocol::messages::control::DirectoryListResponse;
 use shim_protocol::messages::control::RestoreSession;
 use shim_protocol::messages::control::SessionAttached;
+use shim_protocol::messages::control::SessionRestored;
 use shim_protocol::messages::handshake::Empty;
 use shim_protocol::messages::handshake::RevokeReason;
 use shim_protocol::values::BrowseToken;
@@ -76,6 +77,16 @@ pub(super) fn restore(sid: &str, grant: &str) -> Message {
         session_id: SessionId::new(sid).unwrap(),
         root_grant: RootGrant::new(grant).unwrap(),
     })
+}
+
+/// Restores `SID` with `grant` and returns the `SESSION_RESTORED` payload (panics on any
+/// other answer).
+pub(super) async fn restored(conn: &Connection, grant: &str) -> SessionRestored {
+    let r = conn.request(restore(SID, grant), T).await.unwrap();
+    match r.frame.message {
+        Message::SessionRestored(s) => s,
+        other => panic!("expected SESSION_RESTORED, got {other:?}"),
+    }
 }
 
 pub(super) fn detach(sid: &str) -> Message {
@@ -380,19 +391,11 @@ async fn attach_activate_data_detach_restore() {
     assert_eq!(r.frame.message_type(), MessageType::Ack);
 
     // Restore with the grant (as after a daemon restart): a new child, same binding.
-    let r = conn
-        .request(restore(SID, a.root_grant.as_str()), T)
-        .await
-        .unwrap();
-    match &r.frame.message {
-        Message::SessionRestored(s) => {
-            assert_eq!(s.root_grant.as_str(), a.root_grant.as_str());
-            assert_eq!(s.allowed_root, a.allowed_root);
-            assert_eq!(s.revision, 1);
-            assert_eq!(s.fingerprint, a.fingerprint);
-        }
-        other => panic!("{other:?}"),
-    }
+    let s = restored(&conn, a.root_grant.as_str()).await;
+    assert_eq!(s.root_grant.as_str(), a.root_grant.as_str());
+    assert_eq!(s.allowed_root, a.allowed_root);
+    assert_eq!(s.revision, 1);
+    assert_eq!(s.fingerprint, a.fingerprint);
     let data2 = env.next().await;
     assert_eq!(
         data2.hello.allowed_root.as_deref(),
@@ -788,17 +791,9 @@ async fn a_newer_grant_replaces_a_live_child() {
         old.hello.allowed_root.as_deref(),
         Some(g1.allowed_root.as_str())
     );
-    let r = conn
-        .request(restore(SID, g2.root_grant.as_str()), T)
-        .await
-        .unwrap();
-    match &r.frame.message {
-        Message::SessionRestored(s) => {
-            assert_eq!(s.revision, 2);
-            assert_eq!(s.allowed_root, g2.allowed_root);
-        }
-        other => panic!("{other:?}"),
-    }
+    let s = restored(&conn, g2.root_grant.as_str()).await;
+    assert_eq!(s.revision, 2);
+    assert_eq!(s.allowed_root, g2.allowed_root);
     old.closed(T).await.unwrap();
     let new = env.next().await;
     assert_eq!(

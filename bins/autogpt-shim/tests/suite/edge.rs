@@ -276,29 +276,19 @@ async fn a_newer_grant_whose_child_cannot_start_keeps_the_old_child_and_binding(
     // The new binding was not retained: the old grant is still the current one (a kept
     // revision 2 would answer SESSION_REVISION_MISMATCH), and it matches the live child,
     // which is kept.
-    let r = conn
-        .request(control::restore(control::SID, g1.root_grant.as_str()), T)
-        .await
-        .unwrap();
-    match &r.frame.message {
-        Message::SessionRestored(s) => {
-            assert_eq!(s.revision, 1);
-            assert_eq!(s.allowed_root, g1.allowed_root);
-        }
-        other => panic!("{other:?}"),
-    }
+    let s = control::restored(&conn, g1.root_grant.as_str()).await;
+    assert_eq!(s.revision, 1);
+    assert_eq!(s.allowed_root, g1.allowed_root);
     env.assert_no_connection(Duration::from_millis(500)).await;
     old.request(Message::Ping(Empty {}), T).await.unwrap();
 
     // With descriptors available again, the newer grant replaces the child as usual.
-    let r = conn
-        .request(control::restore(control::SID, g2.root_grant.as_str()), T)
-        .await
-        .unwrap();
-    match &r.frame.message {
-        Message::SessionRestored(s) => assert_eq!(s.revision, 2),
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(
+        control::restored(&conn, g2.root_grant.as_str())
+            .await
+            .revision,
+        2
+    );
     old.closed(T).await.unwrap();
     let new = env.next().await;
     assert_eq!(

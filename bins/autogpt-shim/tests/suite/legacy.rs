@@ -766,7 +766,11 @@ const UNSERVED: &[(&str, &str, &str)] = &[
     ("APP_LAUNCH", "{}", "computer_use"),
     ("CLIPBOARD_READ", "{}", "computer_use"),
     ("CLIPBOARD_WRITE", r#"{"content":"x"}"#, "computer_use"),
-    ("PERMISSIONS_CHECK_REQUEST", r#"{"permissions":[]}"#, "computer_use"),
+    (
+        "PERMISSIONS_CHECK_REQUEST",
+        r#"{"permissions":[]}"#,
+        "computer_use",
+    ),
     (
         "LOCAL_LLM_COMPLETION",
         r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
