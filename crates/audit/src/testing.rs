@@ -65,3 +65,28 @@ pub fn synthesize_log(path: &Path, key: &AuditKey, n: u64) -> std::io::Result<u6
     f.flush()?;
     Ok(total)
 }
+
+/// The verifier's fast path (canonical JSON straight from the bytes) applied to `lines` in
+/// order with one set of reusable buffers, as the verifier does: for each line, the canonical
+/// form without its top-level `hmac` member, or `None` when the line would take the general
+/// path ([`crate::parse`]). For fuzzing and tests, which compare it with
+/// [`crate::parse::write_canonical_node`].
+pub fn fast_canonical_lines(lines: &[&[u8]]) -> Vec<Option<Vec<u8>>> {
+    let mut fast = crate::fast::Fast::default();
+    lines
+        .iter()
+        .map(|line| {
+            let mut out = Vec::new();
+            fast.line(line, &mut out).map(|_| out)
+        })
+        .collect()
+}
+
+/// [`crate::verify_bytes`] reading the input in pieces of `block` bytes (at least 1) instead
+/// of the verifier's 8 MiB, so that tests and fuzzing can check that lines split across
+/// reads are verified exactly as whole ones.
+pub fn verify_bytes_in_pieces(bytes: &[u8], key: &AuditKey, block: usize) -> crate::FileReport {
+    let mut r = crate::verify::verify_reader(bytes, key, Path::new("-"), 1, block);
+    r.bytes = bytes.len() as u64;
+    r
+}
