@@ -27,7 +27,11 @@ fn canonical(node: &Node<'_>, skip: Option<&str>) -> Vec<u8> {
 
 fuzz_target!(|data: &[u8]| {
     match parse::parse(data) {
-        Err(e) => assert!(e.offset <= data.len(), "error offset {} past the end", e.offset),
+        Err(e) => assert!(
+            e.offset <= data.len(),
+            "error offset {} past the end",
+            e.offset
+        ),
         Ok(node) => {
             let c1 = canonical(&node, None);
             assert!(

@@ -94,7 +94,10 @@ fuzz_target!(|data: &[u8]| {
     // Reading in small pieces (lines split across reads) must not change the report.
     let block = 1 + data.len() % 13;
     let pieces = shim_audit::testing::verify_bytes_in_pieces(data, key, block);
-    assert_eq!(pieces, report, "reading in {block}-byte pieces changed the report");
+    assert_eq!(
+        pieces, report,
+        "reading in {block}-byte pieces changed the report"
+    );
     let expected = reference(data, key);
     match (&expected, report.is_clean()) {
         (Some((records, last_seq, last_hmac)), true) => {

@@ -11,13 +11,18 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let encoded = match decoded.message_type().direction() {
-        Direction::PlatformToShim => frame::encode_platform(&decoded.id, decoded.ts, &decoded.message),
+        Direction::PlatformToShim => {
+            frame::encode_platform(&decoded.id, decoded.ts, &decoded.message)
+        }
         _ => frame::encode_shim(&decoded.id, decoded.ts, None, &decoded.message),
     };
     let Ok(text) = encoded else {
         return;
     };
     let again = frame::decode(&text).expect("re-encoded frame must decode");
-    assert_eq!(again.message, decoded.message, "round trip changed the message");
+    assert_eq!(
+        again.message, decoded.message,
+        "round trip changed the message"
+    );
     assert_eq!(again.id, decoded.id);
 });

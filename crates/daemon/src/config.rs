@@ -556,7 +556,18 @@ fn check_url(
     Ok(())
 }
 
+/// The largest value of a setting in seconds (about 31 years). Without a bound, a value such
+/// as `1e300` passed validation and then panicked when turned into a `Duration` (found by the
+/// `config_toml` fuzz target).
+const MAX_SECONDS: f64 = 1e9;
+
 fn positive_float(loc: &str, v: f64, allow_zero: bool) -> Result<f64, ConfigError> {
+    if v.is_finite() && v > MAX_SECONDS {
+        return Err(ConfigError::new(
+            loc,
+            "must be at most 1000000000 (seconds)",
+        ));
+    }
     if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) {
         return Err(ConfigError::new(
             loc,

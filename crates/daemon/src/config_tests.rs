@@ -294,3 +294,50 @@ fn computer_use_display_and_masked_regions() {
         assert!(load(&src).is_err(), "{bad}");
     }
 }
+
+/// Found by the `config_toml` fuzz target: a huge interval or delay passed validation and then
+/// panicked when converted to a `Duration` (at load for the tuning keys, at the first
+/// reconnect for the reconnect delays). It must be a typed error naming the key.
+#[test]
+fn huge_seconds_are_a_typed_error_not_a_panic() {
+    for (key, text) in [
+        (
+            "status_interval_seconds",
+            "status_interval_seconds = 1e300\n",
+        ),
+        (
+            "ws_pong_timeout_seconds",
+            "ws_pong_timeout_seconds = 2e19\n",
+        ),
+        (
+            "reconnect_max_delay",
+            "reconnect_max_delay = 1.7976931348623157e308\n",
+        ),
+        (
+            "reconnect_jitter_seconds",
+            "reconnect_jitter_seconds = 1e10\n",
+        ),
+    ] {
+        let (src, _d) = sources(&[], FlagOverrides::default(), Some(text));
+        let e = load(&src).unwrap_err();
+        assert_eq!(e.location, key, "{text}");
+        assert!(e.reason.contains("at most"), "{e}");
+    }
+    let (src, _d) = sources(
+        &[("AUTOGPT_SHIM_IDLE_TIMEOUT_SECONDS", "1e300")],
+        FlagOverrides::default(),
+        None,
+    );
+    assert_eq!(
+        load(&src).unwrap_err().location,
+        "AUTOGPT_SHIM_IDLE_TIMEOUT_SECONDS"
+    );
+    // The bound itself is accepted.
+    let (src, _d) = sources(
+        &[],
+        FlagOverrides::default(),
+        Some("reconnect_max_delay = 1e9\nidle_timeout_seconds = 1000000000\n"),
+    );
+    let s = load(&src).unwrap();
+    assert_eq!(s.tuning.idle_timeout, Duration::from_secs(1_000_000_000));
+}
