@@ -150,3 +150,30 @@ write("root_grant", "issued-rev7", b"\0" + issue(dict(base, revision=7)).encode(
 write("root_grant", "other-session", b"\0" + issue(dict(base, session_id="s\u00e9\U0001f600")).encode())
 write("root_grant", "revision-0", b"\0" + issue(dict(base, revision=0)).encode())
 write("root_grant", "structured", b"\1\1\1\0\1\0" + bytes(range(40)))
+
+# oauth_callback: expected state, LF, request target.
+for name, text in [("code", "st4te\n/callback?code=c0de&state=st4te"),
+                   ("denied", "st4te\n/callback?error=access_denied&error_description=x&state=st4te"),
+                   ("wrong-state", "st4te\n/callback?code=c&state=other"),
+                   ("encoded", "a b+c\n/callback?state=a%20b%2Bc&code=%E2%9C%93"),
+                   ("stray", "st4te\n/favicon.ico"),
+                   ("empty-code", "s\n/callback?code=&state=s&state=t")]:
+    write("oauth_callback", name, text)
+
+
+# credential_envelope: the writers' form (3.9.4) and near misses.
+def envelope(memory=65536, iterations=3, parallelism=1, salt=bytes(range(16)), nonce=bytes(12),
+             ct=bytes(range(48))):
+    b = lambda x: base64.b64encode(x).decode()
+    return ('{"cipher":{"name":"aes-256-gcm","nonce":"%s"},"ciphertext":"%s",'
+            '"format":"autogpt-shim-credentials","kdf":{"iterations":%d,"memory_kib":%d,'
+            '"name":"argon2id","parallelism":%d,"salt":"%s","version":19},"version":1}\n'
+            % (b(nonce), b(ct), iterations, memory, parallelism, b(salt)))
+
+
+write("credential_envelope", "written", envelope())
+write("credential_envelope", "min-params", envelope(memory=19456, iterations=2, salt=bytes(32)))
+write("credential_envelope", "too-cheap", envelope(memory=1024))
+write("credential_envelope", "short-nonce", envelope(nonce=bytes(8)))
+write("credential_envelope", "spaced",
+      json.dumps(json.loads(envelope()), indent=2, sort_keys=False))

@@ -196,41 +196,17 @@ impl EncryptedFileStore {
     }
 
     fn open_envelope(&self, bytes: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
-        let env: Value = serde_json::from_slice(bytes).ok()?;
-        let obj = env.as_object()?;
-        let allowed = ["cipher", "ciphertext", "format", "kdf", "version"];
-        if obj.len() != allowed.len() || !allowed.iter().all(|k| obj.contains_key(*k)) {
-            return None;
-        }
-        if env["format"].as_str()? != FORMAT || env["version"].as_u64()? != 1 {
-            return None;
-        }
-        let cipher = env["cipher"].as_object()?;
-        if cipher.len() != 2 || cipher.get("name")?.as_str()? != "aes-256-gcm" {
-            return None;
-        }
-        let nonce = B64.decode(cipher.get("nonce")?.as_str()?).ok()?;
-        let kdf = env["kdf"].as_object()?;
-        if kdf.len() != 6
-            || kdf.get("name")?.as_str()? != "argon2id"
-            || kdf.get("version")?.as_u64()? != 19
-        {
-            return None;
-        }
-        let p = KdfParams {
-            memory_kib: u32::try_from(kdf.get("memory_kib")?.as_u64()?).ok()?,
-            iterations: u32::try_from(kdf.get("iterations")?.as_u64()?).ok()?,
-            parallelism: u32::try_from(kdf.get("parallelism")?.as_u64()?).ok()?,
-        };
-        let salt = B64.decode(kdf.get("salt")?.as_str()?).ok()?;
-        if !p.in_bounds() || salt.len() < 16 || nonce.len() != 12 {
-            return None;
-        }
-        let ct = B64.decode(env["ciphertext"].as_str()?).ok()?;
-        let key = self.key_for(&salt, p).ok()?;
+        let env = CredentialEnvelope::parse(bytes)?;
+        let key = self.key_for(&env.salt, env.params).ok()?;
         let aead = Aes256Gcm::new_from_slice(key.as_ref()).ok()?;
         let pt = aead
-            .decrypt(Nonce::from_slice(&nonce), Payload { msg: &ct, aad: AAD })
+            .decrypt(
+                Nonce::from_slice(&env.nonce),
+                Payload {
+                    msg: &env.ciphertext,
+                    aad: AAD,
+                },
+            )
             .ok()?;
         Some(Zeroizing::new(pt))
     }
@@ -249,17 +225,13 @@ impl EncryptedFileStore {
         let ct = aead
             .encrypt(Nonce::from_slice(&nonce), Payload { msg: &pt, aad: AAD })
             .map_err(|_| self.corrupt())?;
-        let p = self.write_params;
-        // Canonical form (1.9): members sorted, no whitespace; then LF.
-        let envelope = format!(
-            "{{\"cipher\":{{\"name\":\"aes-256-gcm\",\"nonce\":\"{}\"}},\"ciphertext\":\"{}\",\"format\":\"{FORMAT}\",\"kdf\":{{\"iterations\":{},\"memory_kib\":{},\"name\":\"argon2id\",\"parallelism\":{},\"salt\":\"{}\",\"version\":19}},\"version\":1}}\n",
-            B64.encode(nonce),
-            B64.encode(&ct),
-            p.iterations,
-            p.memory_kib,
-            p.parallelism,
-            B64.encode(salt),
-        );
+        let envelope = CredentialEnvelope {
+            params: self.write_params,
+            salt: salt.to_vec(),
+            nonce,
+            ciphertext: ct,
+        }
+        .to_file_text();
         let dir = self.path.parent().unwrap_or(Path::new("."));
         create_private_dir(dir).map_err(|e| self.io(&e))?;
         let tmp = dir.join(format!(".{FILE_NAME}.tmp-{}", std::process::id()));
@@ -285,6 +257,81 @@ impl EncryptedFileStore {
             let _ = std::fs::remove_file(&tmp);
         }
         result.map_err(|e| self.io(&e))
+    }
+}
+
+/// The fields of a `tokens.enc` envelope (3.9.4): everything that is read before the
+/// (deliberately slow) key derivation, so that it can be tested and fuzzed on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialEnvelope {
+    /// Argon2id cost parameters (within the bounds readers accept).
+    pub params: KdfParams,
+    /// The Argon2id salt (at least 16 bytes).
+    pub salt: Vec<u8>,
+    /// The AES-256-GCM nonce.
+    pub nonce: [u8; 12],
+    /// The ciphertext, GCM tag included.
+    pub ciphertext: Vec<u8>,
+}
+
+impl CredentialEnvelope {
+    /// Parses an envelope: exactly the members of 3.9.4, the expected format, version, cipher
+    /// and KDF names, parameters within bounds, a salt of at least 16 bytes and a 12-byte
+    /// nonce. `None` for anything else (the store then reports the file as undecryptable).
+    pub fn parse(bytes: &[u8]) -> Option<CredentialEnvelope> {
+        let env: Value = serde_json::from_slice(bytes).ok()?;
+        let obj = env.as_object()?;
+        let allowed = ["cipher", "ciphertext", "format", "kdf", "version"];
+        if obj.len() != allowed.len() || !allowed.iter().all(|k| obj.contains_key(*k)) {
+            return None;
+        }
+        if env["format"].as_str()? != FORMAT || env["version"].as_u64()? != 1 {
+            return None;
+        }
+        let cipher = env["cipher"].as_object()?;
+        if cipher.len() != 2 || cipher.get("name")?.as_str()? != "aes-256-gcm" {
+            return None;
+        }
+        let nonce = B64.decode(cipher.get("nonce")?.as_str()?).ok()?;
+        let kdf = env["kdf"].as_object()?;
+        if kdf.len() != 6
+            || kdf.get("name")?.as_str()? != "argon2id"
+            || kdf.get("version")?.as_u64()? != 19
+        {
+            return None;
+        }
+        let params = KdfParams {
+            memory_kib: u32::try_from(kdf.get("memory_kib")?.as_u64()?).ok()?,
+            iterations: u32::try_from(kdf.get("iterations")?.as_u64()?).ok()?,
+            parallelism: u32::try_from(kdf.get("parallelism")?.as_u64()?).ok()?,
+        };
+        let salt = B64.decode(kdf.get("salt")?.as_str()?).ok()?;
+        if !params.in_bounds() || salt.len() < 16 {
+            return None;
+        }
+        let nonce: [u8; 12] = nonce.try_into().ok()?;
+        let ciphertext = B64.decode(env["ciphertext"].as_str()?).ok()?;
+        Some(CredentialEnvelope {
+            params,
+            salt,
+            nonce,
+            ciphertext,
+        })
+    }
+
+    /// The file form writers produce: canonical JSON (1.9, members sorted, no whitespace),
+    /// then LF.
+    pub fn to_file_text(&self) -> String {
+        let p = self.params;
+        format!(
+            "{{\"cipher\":{{\"name\":\"aes-256-gcm\",\"nonce\":\"{}\"}},\"ciphertext\":\"{}\",\"format\":\"{FORMAT}\",\"kdf\":{{\"iterations\":{},\"memory_kib\":{},\"name\":\"argon2id\",\"parallelism\":{},\"salt\":\"{}\",\"version\":19}},\"version\":1}}\n",
+            B64.encode(self.nonce),
+            B64.encode(&self.ciphertext),
+            p.iterations,
+            p.memory_kib,
+            p.parallelism,
+            B64.encode(&self.salt),
+        )
     }
 }
 

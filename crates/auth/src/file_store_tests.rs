@@ -96,3 +96,27 @@ fn reads_reuse_the_key_derived_for_the_files_salt_and_rederive_when_it_changes()
     let text = std::fs::read_to_string(writer.path()).unwrap();
     assert!(text.contains(&B64.encode(&salt)));
 }
+
+#[test]
+fn envelope_parses_without_key_derivation_and_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), "pw");
+    s.set("audit_key", &Secret::new("00ff")).unwrap();
+    let bytes = std::fs::read(s.path()).unwrap();
+    let env = CredentialEnvelope::parse(&bytes).unwrap();
+    assert_eq!(env.params, KdfParams::MIN_ACCEPTED);
+    assert_eq!(env.salt.len(), 16);
+    assert_eq!(env.to_file_text().as_bytes(), &bytes[..]);
+    // Out-of-bounds parameters and a short nonce are refused before any derivation.
+    let cheap = String::from_utf8(bytes.clone())
+        .unwrap()
+        .replace("\"memory_kib\":19456", "\"memory_kib\":1024");
+    assert!(CredentialEnvelope::parse(cheap.as_bytes()).is_none());
+    let short = CredentialEnvelope {
+        nonce: [0; 12],
+        ..env.clone()
+    }
+    .to_file_text()
+    .replace("\"AAAAAAAAAAAAAAAA\"", "\"AAAAAAAAAAA=\"");
+    assert!(CredentialEnvelope::parse(short.as_bytes()).is_none());
+}

@@ -27,6 +27,7 @@ pub mod tokens;
 
 pub use error::CredentialError;
 pub use error::DECRYPT_MESSAGE;
+pub use file_store::CredentialEnvelope;
 pub use file_store::EncryptedFileStore;
 pub use file_store::FILE_NAME;
 pub use file_store::KdfParams;

@@ -131,9 +131,11 @@ pub(crate) fn printable(v: &str) -> String {
         .collect()
 }
 
-/// Decides one request (the order of 3.3 step 6). `None` means "not the callback, keep
-/// waiting".
-pub(crate) fn decide(
+/// Decides one request to the loopback listener from its path and raw query (the order of
+/// 3.3 step 6): `None` means "not the callback, keep waiting"; otherwise the code, or why
+/// the login failed (`state` is checked, in constant time, before `error`). Public for the
+/// `oauth_callback` fuzz target.
+pub fn decide(
     path: &str,
     query: &str,
     expected_state: &Secret,

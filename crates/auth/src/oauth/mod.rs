@@ -22,6 +22,7 @@ use std::time::Duration;
 use zeroize::Zeroizing;
 
 pub use callback::PORT_RANGE_LEN;
+pub use callback::decide as decide_callback;
 
 use crate::Secret;
 use crate::oauth::callback::Callback;
