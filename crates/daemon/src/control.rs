@@ -220,7 +220,7 @@ fn display_name(p: &Path) -> String {
 }
 
 /// The virtual roots of 9.2 (linux / wsl2).
-fn virtual_roots(home: Option<&Path>) -> Vec<PathBuf> {
+pub(crate) fn virtual_roots(home: Option<&Path>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let push = |p: PathBuf, out: &mut Vec<PathBuf>| {
         if !out.contains(&p) && out.len() < PAGE {

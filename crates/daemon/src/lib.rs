@@ -12,6 +12,7 @@ pub mod autostart;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod doctor;
 pub mod error;
 pub mod grant;
 pub mod handshake;
@@ -270,11 +271,15 @@ pub fn run(cli: Cli) -> u8 {
         Command::Auth { no_browser } => oauth_cli::auth(&sources, !*no_browser),
         Command::Revoke => oauth_cli::revoke(&sources),
         Command::Doctor => {
-            let _ = writeln!(
-                stderr,
-                "This command is not available in this build of autogpt-shim yet."
-            );
-            EXIT_FAIL
+            let settings = match config::load(&sources) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = writeln!(stderr, "Invalid configuration: {e}");
+                    return EXIT_CONFIG;
+                }
+            };
+            let checks = doctor::checks(&settings, &doctor::StoreEnv::from_process());
+            doctor::report(&checks, &mut std::io::stdout())
         }
     }
 }

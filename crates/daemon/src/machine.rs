@@ -34,7 +34,9 @@ const REFRESH_FAILED: &str = "WebSocket authentication failed and the single tok
 /// The OAuth tokens of this deployment (AUDIT_AUTH_CLI.md 3.4-3.5) and the process-wide
 /// refresh lock every connection (control and children) shares.
 pub(crate) struct Tokens {
-    store: Box<dyn CredentialStore>,
+    /// Shared with blocking tasks: every store call may block (Argon2 for the encrypted
+    /// file, D-Bus for the keychain), so none runs on an async worker.
+    store: Arc<dyn CredentialStore>,
     deployment: String,
     oauth: OAuthClient,
     access: Mutex<Option<Secret>>,
@@ -69,7 +71,7 @@ impl Tokens {
             )));
         }
         Ok(Tokens {
-            store,
+            store: Arc::from(store),
             deployment: deployment.to_owned(),
             oauth,
             access: Mutex::new(access),
@@ -82,10 +84,13 @@ impl Tokens {
         self.access.lock().ok().and_then(|a| a.clone())
     }
 
-    fn stored(&self, account: &str) -> Result<Option<Secret>, RefreshFailure> {
-        self.store
-            .get(account)
-            .map(|s| s.filter(|s| !s.expose().is_empty()))
+    async fn stored(&self, account: String) -> Result<Option<Secret>, RefreshFailure> {
+        let store = self.store.clone();
+        let got = tokio::task::spawn_blocking(move || store.get(&account))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        got.map(|s| s.filter(|s| !s.expose().is_empty()))
             .map_err(|e| {
                 RefreshFailure::Terminal(DaemonError::Auth(format!(
                     "cannot read the credential store: {e}"
@@ -105,7 +110,7 @@ impl Tokens {
     ) -> Result<(Secret, bool), RefreshFailure> {
         let _guard = self.refresh_lock.lock().await;
         let access_account = shim_auth::account::access_token(&self.deployment);
-        if let Some(s) = self.stored(&access_account)?
+        if let Some(s) = self.stored(access_account).await?
             && rejected.is_none_or(|r| r.expose() != s.expose())
         {
             if let Ok(mut a) = self.access.lock() {
@@ -113,7 +118,9 @@ impl Tokens {
             }
             return Ok((s, false));
         }
-        let Some(refresh) = self.stored(&shim_auth::account::refresh_token(&self.deployment))?
+        let Some(refresh) = self
+            .stored(shim_auth::account::refresh_token(&self.deployment))
+            .await?
         else {
             return Err(RefreshFailure::Terminal(DaemonError::Auth(format!(
                 "{REFRESH_FAILED}: no refresh token is stored — run autogpt-shim auth"
@@ -136,7 +143,14 @@ impl Tokens {
             access: Some(new.access.clone()),
             refresh: new.refresh.clone(),
         };
-        shim_auth::tokens::save(self.store.as_ref(), &self.deployment, &pair).map_err(|e| {
+        let (store, deployment) = (self.store.clone(), self.deployment.clone());
+        tokio::task::spawn_blocking(move || {
+            shim_auth::tokens::save(store.as_ref(), &deployment, &pair)
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()))
+        .map_err(|e| {
             RefreshFailure::Terminal(DaemonError::Auth(format!(
                 "cannot store the refreshed tokens: {e}"
             )))

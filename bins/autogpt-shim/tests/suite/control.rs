@@ -573,21 +573,13 @@ async fn restore_rules_for_revisions_and_live_children() {
         _ => unreachable!(),
     }
     // The current grant starts a child; restoring it again keeps that child.
-    let r = conn
-        .request(restore(SID, g2.root_grant.as_str()), T)
-        .await
-        .unwrap();
-    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    restored(&conn, g2.root_grant.as_str()).await;
     let data = env.next().await;
     assert_eq!(
         data.hello.allowed_root.as_deref(),
         Some(g2.allowed_root.as_str())
     );
-    let r = conn
-        .request(restore(SID, g2.root_grant.as_str()), T)
-        .await
-        .unwrap();
-    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    restored(&conn, g2.root_grant.as_str()).await;
     env.assert_no_connection(Duration::from_millis(500)).await;
     data.request(Message::Ping(Empty {}), T).await.unwrap();
     env.assert_no_violations();
@@ -781,11 +773,7 @@ async fn a_newer_grant_replaces_a_live_child() {
     let (child, conn, g1, g2) = two_revisions(&env).await;
     // Forget the binding, then bring the session back at revision 1 with a live child.
     conn.request(detach(SID), T).await.unwrap();
-    let r = conn
-        .request(restore(SID, g1.root_grant.as_str()), T)
-        .await
-        .unwrap();
-    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    restored(&conn, g1.root_grant.as_str()).await;
     let old = env.next().await;
     assert_eq!(
         old.hello.allowed_root.as_deref(),

@@ -228,11 +228,7 @@ async fn a_newer_grant_whose_child_cannot_start_keeps_the_old_child_and_binding(
     conn.request(control::detach(control::SID), T)
         .await
         .unwrap();
-    let r = conn
-        .request(control::restore(control::SID, g1.root_grant.as_str()), T)
-        .await
-        .unwrap();
-    assert_eq!(r.frame.message_type(), MessageType::SessionRestored);
+    control::restored(&conn, g1.root_grant.as_str()).await;
     let old = env.next().await;
     assert_eq!(
         old.hello.allowed_root.as_deref(),

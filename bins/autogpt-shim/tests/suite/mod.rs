@@ -5,6 +5,7 @@ mod cli;
 mod control;
 #[cfg(target_os = "linux")]
 mod cu;
+mod doctor;
 mod edge;
 pub(crate) mod harness;
 mod legacy;

@@ -78,7 +78,12 @@ struct OwnerState {
     /// Text conversions answered with our content.
     served: u64,
     xfixes: bool,
+    /// The CLIPBOARD owner as of the last XFixes notification processed (or the start).
+    owner: Window,
 }
+
+/// How long a read waits for the notification thread to catch up with the owner it saw.
+const OWNER_SYNC: Duration = Duration::from_millis(200);
 
 struct Shared {
     state: Mutex<OwnerState>,
@@ -147,12 +152,20 @@ impl X11Clipboard {
                 .map_err(xerr)?;
         }
         owner.sync().map_err(xerr)?;
+        // Selected before this query, so any later change arrives as a notification.
+        let initial_owner = owner
+            .get_selection_owner(atoms.CLIPBOARD)
+            .map_err(xerr)?
+            .reply()
+            .map_err(xerr)?
+            .owner;
         let (rconn, rscreen) = RustConnection::connect(display).map_err(xerr)?;
         let rwin = hidden_window(&rconn, rscreen, EventMask::PROPERTY_CHANGE)?;
         rconn.sync().map_err(xerr)?;
         let shared = Arc::new(Shared {
             state: Mutex::new(OwnerState {
                 xfixes,
+                owner: initial_owner,
                 ..OwnerState::default()
             }),
             changed: Condvar::new(),
@@ -236,9 +249,10 @@ fn serve(conn: &RustConnection, window: Window, atoms: Atoms, shared: &Shared) {
                     s.data = None;
                 }
             }
-            Event::XfixesSelectionNotify(_) => {
+            Event::XfixesSelectionNotify(e) => {
                 if let Ok(mut s) = shared.state.lock() {
                     s.counter += 1;
+                    s.owner = e.owner;
                 }
                 shared.changed.notify_all();
             }
@@ -384,6 +398,26 @@ impl Reader {
     }
 }
 
+impl X11Clipboard {
+    /// The change counter once the notification thread has processed `owner` taking the
+    /// selection (bounded by [`OWNER_SYNC`]). Another client's change reaches the reader's
+    /// `GetSelectionOwner` before its XFixes event reaches the owner connection; a counter
+    /// read in between would be one short, and a paste's restore (4.2.2 step 5) would then
+    /// take its own write for a foreign one and skip.
+    fn counter_seeing(&self, owner: Window) -> Option<u64> {
+        let s = self.shared.state.lock().ok()?;
+        if !s.xfixes {
+            return None;
+        }
+        let (s, _) = self
+            .shared
+            .changed
+            .wait_timeout_while(s, OWNER_SYNC, |s| s.owner != owner)
+            .ok()?;
+        Some(s.counter)
+    }
+}
+
 impl Clipboard for X11Clipboard {
     fn available(&self) -> bool {
         true
@@ -401,7 +435,7 @@ impl Clipboard for X11Clipboard {
             .reply()
             .map_err(xerr)?
             .owner;
-        let counter = self.counter();
+        let counter = self.counter_seeing(owner);
         if owner == x11rb::NONE {
             return Ok(ClipboardState {
                 text: None,

@@ -1,0 +1,226 @@
+//! `autogpt-shim doctor` (AUDIT_AUTH_CLI.md 5.5): the real binary against real credential
+//! files, directories and, for the display checks, a real Xvfb with a window manager.
+
+use std::collections::BTreeMap;
+
+use shim_auth::CredentialStore;
+use shim_platform_peer::PeerConfig;
+
+use crate::suite::harness::Env;
+use crate::suite::harness::T;
+use crate::suite::harness::finish;
+
+const SID: &str = "4f6b2d8e-1c3a-4e5f-9a7b-8c9d0e1f2a3b";
+
+/// One report line: marker and detail by label, plus the labels in order.
+struct Report {
+    code: i32,
+    lines: BTreeMap<String, (String, String)>,
+    order: Vec<String>,
+    raw: String,
+}
+
+impl Report {
+    fn get(&self, label: &str) -> (&str, &str) {
+        let (m, d) = self
+            .lines
+            .get(label)
+            .unwrap_or_else(|| panic!("no {label} line in:\n{}", self.raw));
+        (m.as_str(), d.as_str())
+    }
+
+    fn marker(&self, label: &str) -> &str {
+        self.get(label).0
+    }
+}
+
+async fn doctor(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> Report {
+    let mut args = global.to_vec();
+    args.push("doctor");
+    let mut c = env.command(&args);
+    c.envs(vars.iter().copied());
+    let (code, out, err) = finish(c.spawn().unwrap(), T).await;
+    let mut lines = BTreeMap::new();
+    let mut order = Vec::new();
+    for l in out.lines() {
+        // `[<MARKER padded to 4>] <label padded>  <detail>`
+        assert!(l.starts_with('[') && &l[5..7] == "] ", "bad line {l:?}");
+        let marker = l[1..5].trim_end().to_owned();
+        let (label, detail) = l[7..].split_once("  ").unwrap();
+        order.push(label.trim_end().to_owned());
+        lines.insert(
+            label.trim_end().to_owned(),
+            (marker, detail.trim_start().to_owned()),
+        );
+    }
+    Report {
+        code,
+        lines,
+        order,
+        raw: format!("{out}\n--- stderr\n{err}"),
+    }
+}
+
+#[tokio::test]
+async fn legacy_mode_with_everything_in_place_passes_and_creates_the_root() {
+    let env = Env::new(PeerConfig::default()).await;
+    let root = env.root.join("not-yet");
+    let r = doctor(
+        &env,
+        &[
+            "--allowed-root",
+            root.to_str().unwrap(),
+            "--session-id",
+            SID,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.raw);
+    // The checks, in the order of 5.5 (no display server in this environment).
+    assert_eq!(
+        r.order,
+        [
+            "allowed_root",
+            "keychain",
+            "audit_log",
+            "audit_key",
+            "credentials",
+            "recording",
+            "display_server",
+            "window_list",
+            "display"
+        ],
+        "{}",
+        r.raw
+    );
+    assert_eq!(
+        r.get("allowed_root"),
+        (
+            "OK",
+            format!("{} exists, writable", root.display()).as_str()
+        )
+    );
+    assert!(root.is_dir());
+    assert_eq!(r.get("keychain"), ("INFO", "file backend selected"));
+    assert_eq!(r.marker("audit_log"), "OK");
+    assert_eq!(r.get("audit_key"), ("OK", "present and valid"));
+    assert_eq!(r.marker("credentials"), "OK");
+    assert_eq!(r.get("recording"), ("OK", "not enabled"));
+    assert_eq!(
+        r.get("display_server"),
+        ("WARN", "unknown session type (none)")
+    );
+    assert_eq!(r.get("display"), ("WARN", "no displays detected"));
+    // Read-only for the credential store: nothing was created or changed.
+    assert!(!env.audit_log().exists() || std::fs::read(env.audit_log()).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn control_mode_without_tokens_warns_and_never_creates_the_default_root() {
+    let env = Env::with_tokens(PeerConfig::default(), false).await;
+    let r = doctor(&env, &[], &[]).await;
+    assert_eq!(r.code, 0, "{}", r.raw);
+    assert_eq!(r.order[0], "folder_browser");
+    assert_eq!(r.get("folder_browser"), ("OK", "1 accessible host root(s)"));
+    assert_eq!(r.get("credentials"), ("WARN", "run autogpt-shim auth"));
+    let home = env.dir.path().join("home");
+    assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0, "{}", r.raw);
+}
+
+#[tokio::test]
+async fn each_blocking_problem_exits_78() {
+    let env = Env::new(PeerConfig::default()).await;
+    let legacy = ["--session-id", SID];
+
+    let r = doctor(&env, &legacy, &[("AUTOGPT_SHIM_ENABLE_RECORDING", "true")]).await;
+    assert_eq!(r.code, 78, "{}", r.raw);
+    assert_eq!(r.marker("recording"), "FAIL");
+
+    // An audit log whose directory would have to be inside a regular file.
+    let file = env.dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let bad = file.join("audit.log");
+    let r = doctor(
+        &env,
+        &legacy,
+        &[("AUTOGPT_SHIM_AUDIT_LOG_PATH", bad.to_str().unwrap())],
+    )
+    .await;
+    assert_eq!(r.code, 78, "{}", r.raw);
+    assert_eq!(r.marker("audit_log"), "FAIL");
+
+    // Computer use asked for in a Wayland session: start could not offer it.
+    let r = doctor(
+        &env,
+        &legacy,
+        &[
+            ("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "true"),
+            ("XDG_SESSION_TYPE", "wayland"),
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 78, "{}", r.raw);
+    assert_eq!(r.marker("display_server"), "WARN");
+    // Without computer use the same session is only a warning.
+    let r = doctor(&env, &legacy, &[("XDG_SESSION_TYPE", "wayland")]).await;
+    assert_eq!(r.code, 0, "{}", r.raw);
+
+    // A corrupt audit key is reported, never replaced (H-6).
+    let store = shim_auth::EncryptedFileStore::with_params(
+        &env.dir.path().join("creds"),
+        shim_auth::Secret::new(crate::suite::harness::PASSPHRASE),
+        shim_auth::KdfParams::MIN_ACCEPTED,
+    )
+    .unwrap();
+    store
+        .set(
+            shim_auth::account::AUDIT_KEY,
+            &shim_auth::Secret::new("not-hex"),
+        )
+        .unwrap();
+    let r = doctor(&env, &legacy, &[]).await;
+    assert_eq!(r.code, 78, "{}", r.raw);
+    assert_eq!(r.marker("audit_key"), "FAIL");
+    assert_eq!(
+        store
+            .get(shim_auth::account::AUDIT_KEY)
+            .unwrap()
+            .unwrap()
+            .expose(),
+        "not-hex"
+    );
+
+    // The OS keychain demanded where none answers (no session bus here).
+    let r = doctor(
+        &env,
+        &legacy,
+        &[("AUTOGPT_SHIM_CREDENTIAL_STORE", "keychain")],
+    )
+    .await;
+    assert_eq!(r.code, 78, "{}", r.raw);
+    assert_eq!(r.marker("keychain"), "FAIL");
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_x11_desktop_is_enumerated() {
+    let x = shim_cu::testing::Xvfb::start(1024, 768);
+    x.openbox();
+    let env = Env::new(PeerConfig::default()).await;
+    let r = doctor(
+        &env,
+        &["--session-id", SID],
+        &[
+            ("DISPLAY", x.display.as_str()),
+            ("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "true"),
+            ("AUTOGPT_SHIM_ENABLE_CLIPBOARD", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.raw);
+    assert_eq!(r.get("display_server"), ("OK", "x11"));
+    assert_eq!(r.marker("window_list"), "OK", "{}", r.raw);
+    assert_eq!(r.get("clipboard"), ("OK", "X11 selections (built in)"));
+    assert_eq!(r.get("display"), ("OK", "1 display(s): 1024x768"));
+}

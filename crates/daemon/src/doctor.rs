@@ -1,0 +1,441 @@
+//! `doctor` (AUDIT_AUTH_CLI.md 5.5): every check of what `start` needs, one line each, exit
+//! 78 when a check is blocking. It never contacts the network and never creates credentials.
+//!
+//! One deliberate difference from the incumbent: on Linux the window-list and clipboard checks
+//! ask the X11 backend itself (it speaks EWMH and the selection protocol natively) instead of
+//! looking for `wmctrl`, `xclip` or `wl-copy` on `PATH`, which this daemon never runs.
+
+use std::io::Write;
+use std::path::Path;
+
+use shim_auth::CredentialStore;
+use shim_protocol::messages::handshake::Platform;
+
+use crate::config::Settings;
+
+/// A check's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    /// Fine.
+    Ok,
+    /// Works, with a caveat.
+    Warn,
+    /// Does not work.
+    Fail,
+    /// For information.
+    Info,
+}
+
+impl Marker {
+    fn as_str(self) -> &'static str {
+        match self {
+            Marker::Ok => "OK",
+            Marker::Warn => "WARN",
+            Marker::Fail => "FAIL",
+            Marker::Info => "INFO",
+        }
+    }
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// What was checked.
+    pub label: &'static str,
+    /// The verdict.
+    pub marker: Marker,
+    /// What was found.
+    pub detail: String,
+    /// Whether this result stops `start` (exit 78).
+    pub blocking: bool,
+}
+
+fn check(label: &'static str, marker: Marker, detail: impl Into<String>) -> Check {
+    Check {
+        label,
+        marker,
+        detail: detail.into(),
+        blocking: false,
+    }
+}
+
+fn blocking(label: &'static str, marker: Marker, detail: impl Into<String>) -> Check {
+    Check {
+        blocking: true,
+        ..check(label, marker, detail)
+    }
+}
+
+/// Which credential store the environment selects (3.8), as `doctor` reports it.
+#[derive(Debug, Clone)]
+pub struct StoreEnv {
+    /// `AUTOGPT_SHIM_CREDENTIAL_STORE` (empty: auto).
+    pub choice: String,
+    /// Whether `AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE` is set (the file fallback is usable).
+    pub passphrase_set: bool,
+}
+
+impl StoreEnv {
+    /// From the process environment.
+    pub fn from_process() -> StoreEnv {
+        StoreEnv {
+            choice: std::env::var("AUTOGPT_SHIM_CREDENTIAL_STORE")
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase(),
+            passphrase_set: std::env::var_os("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE")
+                .is_some_and(|v| !v.is_empty()),
+        }
+    }
+}
+
+/// Runs every check of 5.5 in order.
+pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
+    let mut out = vec![mode_check(settings), keychain_check(store_env)];
+    out.push(audit_log_check(&settings.audit_log_path));
+    let store = shim_auth::open_store_from_env();
+    match &store {
+        Ok(s) => {
+            out.push(audit_key_check(s.as_ref()));
+            out.push(credentials_check(s.as_ref(), &settings.deployment_id()));
+        }
+        Err(e) => {
+            out.push(blocking(
+                "audit_key",
+                Marker::Fail,
+                format!("cannot open the credential store: {e}"),
+            ));
+            out.push(check(
+                "credentials",
+                Marker::Warn,
+                format!("cannot open the credential store: {e}"),
+            ));
+        }
+    }
+    out.push(if settings.enable_recording {
+        blocking(
+            "recording",
+            Marker::Fail,
+            "enable_recording is set: `start` refuses to run (recording is a design preview)",
+        )
+    } else {
+        check("recording", Marker::Ok, "not enabled")
+    });
+    out.extend(platform_checks(settings));
+    out.push(display_check(settings));
+    out
+}
+
+/// Prints `checks` as 5.5 lays them out and returns the exit code (78 if one blocks).
+pub fn report(checks: &[Check], out: &mut dyn Write) -> u8 {
+    let width = checks.iter().map(|c| c.label.len()).max().unwrap_or(0);
+    for c in checks {
+        let _ = writeln!(
+            out,
+            "[{:<4}] {:<width$}  {}",
+            c.marker.as_str(),
+            c.label,
+            c.detail
+        );
+    }
+    if checks.iter().any(|c| c.blocking) {
+        crate::error::EXIT_CONFIG
+    } else {
+        crate::error::EXIT_OK
+    }
+}
+
+fn mode_check(settings: &Settings) -> Check {
+    if settings.is_legacy() {
+        let root = &settings.allowed_root;
+        if let Err(e) = std::fs::create_dir_all(root) {
+            return blocking(
+                "allowed_root",
+                Marker::Fail,
+                format!("cannot create {}: {e}", root.display()),
+            );
+        }
+        match writable(root) {
+            Ok(()) => check(
+                "allowed_root",
+                Marker::Ok,
+                format!("{} exists, writable", root.display()),
+            ),
+            Err(e) => blocking(
+                "allowed_root",
+                Marker::Fail,
+                format!("{} is not writable: {e}", root.display()),
+            ),
+        }
+    } else {
+        // Control mode never creates `allowed_root`: folders are chosen per chat.
+        let roots = crate::control::virtual_roots(settings.home.as_deref());
+        if roots.is_empty() {
+            blocking(
+                "folder_browser",
+                Marker::Fail,
+                "no accessible host directory roots found",
+            )
+        } else {
+            check(
+                "folder_browser",
+                Marker::Ok,
+                format!("{} accessible host root(s)", roots.len()),
+            )
+        }
+    }
+}
+
+/// Creates and removes a probe file in `dir`.
+fn writable(dir: &Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".autogpt-shim-doctor-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
+fn keychain_check(env: &StoreEnv) -> Check {
+    if env.choice == "file" {
+        return check("keychain", Marker::Info, "file backend selected");
+    }
+    match shim_auth::KeychainStore::new().probe() {
+        Ok(()) => check("keychain", Marker::Ok, "OS credential store available"),
+        Err(e) if env.choice != "keychain" && env.passphrase_set => check(
+            "keychain",
+            Marker::Warn,
+            format!("unavailable: {e} (encrypted-file fallback will be used)"),
+        ),
+        Err(e) => blocking(
+            "keychain",
+            Marker::Fail,
+            format!(
+                "unavailable: {e}; set AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE to use the encrypted-file fallback"
+            ),
+        ),
+    }
+}
+
+fn audit_log_check(path: &Path) -> Check {
+    let open = || -> std::io::Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        // Opening for append creates nothing that `start` would not create itself.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map(drop)
+    };
+    match open() {
+        Ok(()) => check(
+            "audit_log",
+            Marker::Ok,
+            format!("{} can be appended to", path.display()),
+        ),
+        Err(e) => blocking(
+            "audit_log",
+            Marker::Fail,
+            format!("cannot open {} for append: {e}", path.display()),
+        ),
+    }
+}
+
+fn audit_key_check(store: &dyn CredentialStore) -> Check {
+    match store.get(shim_auth::account::AUDIT_KEY) {
+        Ok(Some(s)) => match shim_audit::AuditKey::from_hex(s.expose()) {
+            Ok(_) => check("audit_key", Marker::Ok, "present and valid"),
+            // H-6: never replaced, so every existing log stays verifiable.
+            Err(e) => blocking(
+                "audit_key",
+                Marker::Fail,
+                format!("the stored key is corrupt ({e}); it is never replaced automatically"),
+            ),
+        },
+        Ok(None) => check("audit_key", Marker::Info, "will be created on first start"),
+        Err(e) => blocking("audit_key", Marker::Fail, format!("cannot read: {e}")),
+    }
+}
+
+fn credentials_check(store: &dyn CredentialStore, deployment: &str) -> Check {
+    let access = store.get(&shim_auth::account::access_token(deployment));
+    let refresh = store.get(&shim_auth::account::refresh_token(deployment));
+    match (access, refresh) {
+        (Ok(a), Ok(r)) if a.is_some() || r.is_some() => check(
+            "credentials",
+            Marker::Ok,
+            format!("tokens stored for {deployment}"),
+        ),
+        (Ok(_), Ok(_)) => check("credentials", Marker::Warn, "run autogpt-shim auth"),
+        (Err(e), _) | (_, Err(e)) => check(
+            "credentials",
+            Marker::Warn,
+            format!("cannot read the tokens: {e}"),
+        ),
+    }
+}
+
+/// "Blocking iff CU" of 5.5 step 6.
+fn iff(cu: bool, label: &'static str, marker: Marker, detail: impl Into<String>) -> Check {
+    Check {
+        blocking: cu,
+        ..check(label, marker, detail)
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The Linux session type of 5.5 step 6.
+pub fn linux_session_type(
+    xdg_session_type: Option<&str>,
+    wayland_display: Option<&str>,
+    display: Option<&str>,
+) -> Option<String> {
+    match xdg_session_type {
+        Some(t) => Some(t.to_ascii_lowercase()),
+        None if wayland_display.is_some() => Some("wayland".to_owned()),
+        None if display.is_some() => Some("x11".to_owned()),
+        None => None,
+    }
+}
+
+fn platform_checks(settings: &Settings) -> Vec<Check> {
+    let cu = settings.enable_computer_use;
+    match crate::host::platform() {
+        Some(Platform::Linux) => {
+            let session = linux_session_type(
+                env("XDG_SESSION_TYPE").as_deref(),
+                env("WAYLAND_DISPLAY").as_deref(),
+                env("DISPLAY").as_deref(),
+            );
+            let mut out = vec![match session.as_deref() {
+                Some("wayland") => iff(
+                    cu,
+                    "display_server",
+                    Marker::Warn,
+                    "wayland: input injection is blocked; computer use is not offered",
+                ),
+                Some("x11") => check("display_server", Marker::Ok, "x11"),
+                other => check(
+                    "display_server",
+                    Marker::Warn,
+                    format!("unknown session type ({})", other.unwrap_or("none")),
+                ),
+            }];
+            if session.as_deref() != Some("wayland") {
+                out.extend(x11_feature_checks(settings));
+            }
+            out
+        }
+        Some(Platform::Wsl2) => vec![iff(
+            cu,
+            "display_server",
+            Marker::Warn,
+            "no display server reachable under WSL2; computer use unavailable",
+        )],
+        Some(Platform::Darwin) => {
+            // This build has no TCC probe: 5.5 says "cannot probe" is a WARN.
+            let probe = "cannot probe in this build; check System Settings > Privacy & Security";
+            vec![
+                iff(cu, "Accessibility", Marker::Warn, probe),
+                iff(cu, "Screen Recording", Marker::Warn, probe),
+                if cu {
+                    check(
+                        "computer_use",
+                        Marker::Warn,
+                        "degraded - missing: Accessibility, Screen Recording (not verified)",
+                    )
+                } else {
+                    check("computer_use", Marker::Info, "not requested in config")
+                },
+            ]
+        }
+        Some(Platform::Windows) => vec![check(
+            "UAC",
+            Marker::Info,
+            "elevation not checked by this build (cannot drive elevated windows unless elevated)",
+        )],
+        _ => vec![check(
+            "platform",
+            Marker::Warn,
+            format!("{} is not supported", std::env::consts::OS),
+        )],
+    }
+}
+
+/// Window list and clipboard, as the X11 backend can serve them.
+fn x11_feature_checks(settings: &Settings) -> Vec<Check> {
+    let engine = shim_cu::open(&shim_cu::OpenOptions {
+        display: settings.computer_use_display.clone(),
+    })
+    .map(|desktop| {
+        shim_cu::Engine::new(
+            desktop,
+            shim_cu::EngineConfig {
+                enable_clipboard: settings.enable_clipboard,
+                enable_clipboard_read_foreign: false,
+                max_screenshots_per_minute: settings.max_screenshots_per_minute,
+                masked_regions: Vec::new(),
+            },
+            std::sync::Arc::new(shim_cu::policy::SystemClock::default()),
+        )
+    });
+    let features = engine.as_ref().ok().map(shim_cu::Engine::features);
+    let has = |name: &str| features.as_ref().is_some_and(|f| f.has(name));
+    let mut out = vec![if has("window.list") {
+        check("window_list", Marker::Ok, "EWMH window manager found")
+    } else {
+        check(
+            "window_list",
+            Marker::Warn,
+            "no EWMH window manager reachable: window list/focus unavailable",
+        )
+    }];
+    if settings.enable_clipboard {
+        out.push(if has("clipboard.write") {
+            check("clipboard", Marker::Ok, "X11 selections (built in)")
+        } else {
+            check(
+                "clipboard",
+                Marker::Warn,
+                "no X server reachable: clipboard unavailable",
+            )
+        });
+    }
+    out
+}
+
+fn display_check(settings: &Settings) -> Check {
+    let desktop = match shim_cu::open(&shim_cu::OpenOptions {
+        display: settings.computer_use_display.clone(),
+    }) {
+        Ok(d) => d,
+        Err(shim_cu::Unavailable::NoDisplay(_)) => {
+            return check("display", Marker::Warn, "no displays detected");
+        }
+        Err(e) => return check("display", Marker::Warn, format!("could not enumerate: {e}")),
+    };
+    match desktop.displays.monitors() {
+        Ok(m) if m.is_empty() => check("display", Marker::Warn, "no displays detected"),
+        Ok(m) => {
+            let sizes: Vec<String> = m
+                .iter()
+                .map(|d| format!("{}x{}", d.logical_size[0], d.logical_size[1]))
+                .collect();
+            check(
+                "display",
+                Marker::Ok,
+                format!("{} display(s): {}", m.len(), sizes.join(" + ")),
+            )
+        }
+        Err(e) => check("display", Marker::Warn, format!("could not enumerate: {e}")),
+    }
+}
+
+#[cfg(test)]
+#[path = "doctor_tests.rs"]
+mod tests;
