@@ -87,11 +87,9 @@ pub fn decrypt_legacy(content: &str, passphrase: &[u8]) -> Option<AuditKey> {
     }
 }
 
-fn parse_stored(s: &Secret) -> Result<AuditKey, AuditKeyError> {
-    AuditKey::from_hex(s.expose()).map_err(|e| match e {
-        KeyError::TooShort(_) | KeyError::NotHex => AuditKeyError::Corrupt(e),
-        other => AuditKeyError::Corrupt(other),
-    })
+/// Parses a stored audit key (hex); anything else is [`AuditKeyError::Corrupt`] ([H-6]).
+pub fn parse_stored(s: &Secret) -> Result<AuditKey, AuditKeyError> {
+    AuditKey::from_hex(s.expose()).map_err(AuditKeyError::Corrupt)
 }
 
 fn import_legacy(

@@ -121,8 +121,12 @@ pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
     } else {
         check("recording", Marker::Ok, "not enabled")
     });
-    out.extend(platform_checks(settings));
-    out.push(display_check(settings));
+    // One connection to the display server serves the platform and display checks.
+    let desktop = shim_cu::open(&shim_cu::OpenOptions {
+        display: settings.computer_use_display.clone(),
+    });
+    out.extend(platform_checks(settings, &desktop));
+    out.push(display_check(&desktop));
     out
 }
 
@@ -245,31 +249,27 @@ fn audit_log_check(path: &Path) -> Check {
 
 fn audit_key_check(store: &dyn CredentialStore) -> Check {
     match store.get(shim_auth::account::AUDIT_KEY) {
-        Ok(Some(s)) => match shim_audit::AuditKey::from_hex(s.expose()) {
+        // H-6: a corrupt key is never replaced, so every existing log stays verifiable.
+        Ok(Some(s)) => match shim_auth::audit_key::parse_stored(&s) {
             Ok(_) => check("audit_key", Marker::Ok, "present and valid"),
-            // H-6: never replaced, so every existing log stays verifiable.
-            Err(e) => blocking(
-                "audit_key",
-                Marker::Fail,
-                format!("the stored key is corrupt ({e}); it is never replaced automatically"),
-            ),
+            Err(e) => blocking("audit_key", Marker::Fail, e.to_string()),
         },
         Ok(None) => check("audit_key", Marker::Info, "will be created on first start"),
         Err(e) => blocking("audit_key", Marker::Fail, format!("cannot read: {e}")),
     }
 }
 
+/// What `start` would load (`shim_auth::tokens::load`, which also moves [compat] legacy
+/// keychain items to the deployment's accounts, as `start` would).
 fn credentials_check(store: &dyn CredentialStore, deployment: &str) -> Check {
-    let access = store.get(&shim_auth::account::access_token(deployment));
-    let refresh = store.get(&shim_auth::account::refresh_token(deployment));
-    match (access, refresh) {
-        (Ok(a), Ok(r)) if a.is_some() || r.is_some() => check(
+    match shim_auth::tokens::load(store, deployment) {
+        Ok(t) if !t.is_empty() => check(
             "credentials",
             Marker::Ok,
             format!("tokens stored for {deployment}"),
         ),
-        (Ok(_), Ok(_)) => check("credentials", Marker::Warn, "run autogpt-shim auth"),
-        (Err(e), _) | (_, Err(e)) => check(
+        Ok(_) => check("credentials", Marker::Warn, "run autogpt-shim auth"),
+        Err(e) => check(
             "credentials",
             Marker::Warn,
             format!("cannot read the tokens: {e}"),
@@ -303,7 +303,10 @@ pub fn linux_session_type(
     }
 }
 
-fn platform_checks(settings: &Settings) -> Vec<Check> {
+/// What [`shim_cu::open`] gave.
+type Opened = Result<shim_cu::Desktop, shim_cu::Unavailable>;
+
+fn platform_checks(settings: &Settings, desktop: &Opened) -> Vec<Check> {
     let cu = settings.enable_computer_use;
     match crate::host::platform() {
         Some(Platform::Linux) => {
@@ -327,7 +330,7 @@ fn platform_checks(settings: &Settings) -> Vec<Check> {
                 ),
             }];
             if session.as_deref() != Some("wayland") {
-                out.extend(x11_feature_checks(settings));
+                out.extend(x11_feature_checks(settings, desktop));
             }
             out
         }
@@ -368,13 +371,10 @@ fn platform_checks(settings: &Settings) -> Vec<Check> {
 }
 
 /// Window list and clipboard, as the X11 backend can serve them.
-fn x11_feature_checks(settings: &Settings) -> Vec<Check> {
-    let engine = shim_cu::open(&shim_cu::OpenOptions {
-        display: settings.computer_use_display.clone(),
-    })
-    .map(|desktop| {
+fn x11_feature_checks(settings: &Settings, desktop: &Opened) -> Vec<Check> {
+    let engine = desktop.as_ref().map(|desktop| {
         shim_cu::Engine::new(
-            desktop,
+            desktop.clone(),
             shim_cu::EngineConfig {
                 enable_clipboard: settings.enable_clipboard,
                 enable_clipboard_read_foreign: false,
@@ -409,10 +409,8 @@ fn x11_feature_checks(settings: &Settings) -> Vec<Check> {
     out
 }
 
-fn display_check(settings: &Settings) -> Check {
-    let desktop = match shim_cu::open(&shim_cu::OpenOptions {
-        display: settings.computer_use_display.clone(),
-    }) {
+fn display_check(desktop: &Opened) -> Check {
+    let desktop = match desktop {
         Ok(d) => d,
         Err(shim_cu::Unavailable::NoDisplay(_)) => {
             return check("display", Marker::Warn, "no displays detected");
