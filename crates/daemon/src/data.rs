@@ -102,37 +102,32 @@ impl Target<'_> {
     }
 }
 
-/// The record of a jail operation whose request was cancelled while it ran (see
-/// [`Blocking`]): what it did, with `cancelled: true`.
-async fn audit_cancelled<T>(
-    audit: Auditor,
+/// The audit record (op, details, result) of a finished jail operation (AUDIT_AUTH_CLI.md
+/// 1.7): `op` with `details()` and its result, or `JAIL_VIOLATION` naming `path()` instead
+/// (1.8).
+fn jail_record(
     op: &'static str,
-    id: String,
-    path: String,
     started: Instant,
-    outcome: Result<T, JailError>,
-) {
-    let (op, d, r) = match outcome {
-        Ok(_) => (
-            op,
-            Map::new().with("path", path),
-            AuditResult::ok_after(started.elapsed()),
-        ),
-        Err(e) if e.is_jail_violation() => (
+    err: Option<&JailError>,
+    path: impl FnOnce() -> String,
+    details: impl FnOnce() -> Map,
+) -> (&'static str, Map, AuditResult) {
+    match err {
+        None => (op, details(), AuditResult::ok_after(started.elapsed())),
+        Some(e) if e.is_jail_violation() => (
             "JAIL_VIOLATION",
             Map::new()
                 .with("code", e.code().as_str())
-                .with("path", path)
+                .with("path", path())
                 .with("attempted_op", op),
             AuditResult::failed(&e.code()),
         ),
-        Err(e) => {
+        Some(e) => {
             let mut r = AuditResult::failed(&e.code());
             r.duration_ms = millis(started);
-            (op, Map::new().with("path", path), r)
+            (op, details(), r)
         }
-    };
-    let _ = audit.op(op, Some(&id), d.with("cancelled", true), r).await;
+    }
 }
 
 fn internal(e: impl std::fmt::Display) -> JailError {
@@ -166,37 +161,30 @@ impl DataPlane {
         let (audit, owned_id, path) = (self.audit.clone(), id.to_owned(), target.audit_path());
         let job = Blocking::spawn(
             move || run(&jail),
+            // The request is gone but the operation happened: record it, marked cancelled.
             move |r| async move {
                 let outcome = r.map_err(internal).and_then(|r| r);
-                audit_cancelled(audit, op, owned_id, path, started, outcome).await;
+                let named = Map::new().with("path", path.as_str());
+                let (op, d, r) =
+                    jail_record(op, started, outcome.as_ref().err(), || path, || named);
+                let _ = audit
+                    .op(op, Some(&owned_id), d.with("cancelled", true), r)
+                    .await;
             },
         );
-        match job.join().await.map_err(internal).and_then(|r| r) {
-            Ok(out) => {
-                let result = AuditResult::ok_after(started.elapsed());
-                self.audit
-                    .op(op, Some(id), details(Some(&out)), result)
-                    .await?;
-                Ok(respond(out))
-            }
-            Err(e) => {
-                let code = e.code();
-                if e.is_jail_violation() {
-                    let d = Map::new()
-                        .with("code", code.as_str())
-                        .with("path", target.audit_path())
-                        .with("attempted_op", op);
-                    self.audit
-                        .op("JAIL_VIOLATION", Some(id), d, AuditResult::failed(&code))
-                        .await?;
-                } else {
-                    let mut r = AuditResult::failed(&code);
-                    r.duration_ms = millis(started);
-                    self.audit.op(op, Some(id), details(None), r).await?;
-                }
-                Ok(target.error(code, e.to_string()))
-            }
-        }
+        let outcome = job.join().await.map_err(internal).and_then(|r| r);
+        let (rec_op, d, r) = jail_record(
+            op,
+            started,
+            outcome.as_ref().err(),
+            || target.audit_path(),
+            || details(outcome.as_ref().ok()),
+        );
+        self.audit.op(rec_op, Some(id), d, r).await?;
+        Ok(match outcome {
+            Ok(out) => respond(out),
+            Err(e) => target.error(e.code(), e.to_string()),
+        })
     }
 
     /// `FILE_READ` → `FILE_CONTENTS`.
