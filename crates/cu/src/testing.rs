@@ -23,7 +23,6 @@ use x11rb::protocol::xproto::CreateWindowAux;
 use x11rb::protocol::xproto::EventMask;
 use x11rb::protocol::xproto::InputFocus;
 use x11rb::protocol::xproto::PropMode;
-use x11rb::protocol::xproto::SelectionNotifyEvent;
 use x11rb::protocol::xproto::WindowClass;
 use x11rb::rust_connection::RustConnection;
 use x11rb::wrapper::ConnectionExt as _;
@@ -448,17 +447,7 @@ impl ClipOwner {
                 } else {
                     false
                 };
-                let n = SelectionNotifyEvent {
-                    response_type: x11rb::protocol::xproto::SELECTION_NOTIFY_EVENT,
-                    sequence: 0,
-                    time: e.time,
-                    requestor: e.requestor,
-                    selection: e.selection,
-                    target: e.target,
-                    property: if ok { prop } else { 0 },
-                };
-                let _ = c.send_event(false, e.requestor, EventMask::NO_EVENT, n);
-                let _ = c.flush();
+                crate::x11::notify_requestor(&c, &e, if ok { prop } else { 0 });
             }
         });
         ClipOwner { stop }

@@ -18,6 +18,7 @@ use x11rb::protocol::xproto::ChangeWindowAttributesAux;
 use x11rb::protocol::xproto::ConnectionExt as _;
 use x11rb::protocol::xproto::CreateWindowAux;
 use x11rb::protocol::xproto::EventMask;
+use x11rb::protocol::xproto::GetPropertyReply;
 use x11rb::protocol::xproto::PropMode;
 use x11rb::protocol::xproto::Property;
 use x11rb::protocol::xproto::SelectionNotifyEvent;
@@ -205,17 +206,7 @@ fn serve(conn: &RustConnection, window: Window, atoms: Atoms, shared: &Shared) {
                 {
                     s.served += 1;
                 }
-                let notify = SelectionNotifyEvent {
-                    response_type: x11rb::protocol::xproto::SELECTION_NOTIFY_EVENT,
-                    sequence: 0,
-                    time: e.time,
-                    requestor: e.requestor,
-                    selection: e.selection,
-                    target: e.target,
-                    property: prop,
-                };
-                let _ = conn.send_event(false, e.requestor, EventMask::NO_EVENT, notify);
-                let _ = conn.flush();
+                notify_requestor(conn, &e, prop);
             }
             Event::PropertyNotify(e) if e.state == Property::DELETE => {
                 if let Some(i) = incr
@@ -262,6 +253,21 @@ fn serve(conn: &RustConnection, window: Window, atoms: Atoms, shared: &Shared) {
 }
 
 /// Answers one conversion; returns the property written or NONE.
+/// Tells the requestor of `e` where its conversion went: `property`, or NONE when refused.
+pub(crate) fn notify_requestor(conn: &impl Connection, e: &SelectionRequestEvent, property: u32) {
+    let notify = SelectionNotifyEvent {
+        response_type: x11rb::protocol::xproto::SELECTION_NOTIFY_EVENT,
+        sequence: 0,
+        time: e.time,
+        requestor: e.requestor,
+        selection: e.selection,
+        target: e.target,
+        property,
+    };
+    let _ = conn.send_event(false, e.requestor, EventMask::NO_EVENT, notify);
+    let _ = conn.flush();
+}
+
 fn answer(
     conn: &RustConnection,
     atoms: &Atoms,
@@ -338,6 +344,15 @@ impl Reader {
         }
     }
 
+    /// Reads and deletes `prop` of the reader window (deleting asks an INCR owner for more).
+    fn take_property(&self, prop: u32) -> CuResult<GetPropertyReply> {
+        self.conn
+            .get_property(true, self.window, prop, AtomEnum::ANY, 0, u32::MAX / 4)
+            .map_err(xerr)?
+            .reply()
+            .map_err(xerr)
+    }
+
     /// Converts CLIPBOARD to `target`; `None` when refused.
     fn convert(&self, atoms: &Atoms, target: u32) -> CuResult<Option<(u32, Vec<u8>)>> {
         let prop = atoms.SHIM_SELECTION;
@@ -359,12 +374,7 @@ impl Reader {
         if got == u32::from(AtomEnum::NONE) {
             return Ok(None);
         }
-        let r = self
-            .conn
-            .get_property(true, self.window, prop, AtomEnum::ANY, 0, u32::MAX / 4)
-            .map_err(xerr)?
-            .reply()
-            .map_err(xerr)?;
+        let r = self.take_property(prop)?;
         if r.type_ != atoms.INCR {
             return Ok(Some((r.type_, r.value)));
         }
@@ -382,12 +392,7 @@ impl Reader {
                 }
                 _ => None,
             })?;
-            let r = self
-                .conn
-                .get_property(true, self.window, prop, AtomEnum::ANY, 0, u32::MAX / 4)
-                .map_err(xerr)?
-                .reply()
-                .map_err(xerr)?;
+            let r = self.take_property(prop)?;
             self.conn.flush().map_err(xerr)?;
             if r.value.is_empty() {
                 return Ok(Some((ty, out)));

@@ -3,6 +3,8 @@
 //! windows, `/proc` applications and a selection owner for the clipboard.
 
 mod clipboard;
+
+pub(crate) use clipboard::notify_requestor;
 mod keysyms;
 
 use std::collections::HashMap;
