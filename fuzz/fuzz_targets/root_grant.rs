@@ -1,4 +1,4 @@
-//! Fuzzes root-grant verification (PROTOCOL.md 9.5.3, `shim_daemon::grant::verify`) with a
+//! Fuzzes root-grant verification (PROTOCOL.md 9.5.3, `shim_daemon::runtime::grant::verify`) with a
 //! fixed key. Grants name roots under a private temporary folder: a real directory, a
 //! symbolic link to it, a regular file and a missing path.
 //!
@@ -25,9 +25,9 @@ use libfuzzer_sys::arbitrary::Arbitrary;
 use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use shim_audit::AuditKey;
-use shim_daemon::grant;
-use shim_daemon::grant::Claims;
-use shim_daemon::grant::GrantError;
+use shim_daemon::runtime::grant;
+use shim_daemon::runtime::grant::Claims;
+use shim_daemon::runtime::grant::GrantError;
 
 const SESSION: &str = "fuzz-session";
 const MACHINE: &str = "fuzz-machine";

@@ -1,35 +1,27 @@
 //! shim-daemon: the AutoGPT local executor daemon. See README.md.
 //!
-//! * [`run`]: what the `autogpt-shim` binary calls with its parsed [`cli::Cli`]; returns the
-//!   process exit code of AUDIT_AUTH_CLI.md 5.2.
-//! * [`config`]: configuration (file, environment, flags) resolved into [`config::Settings`].
-//! * [`start::start`]: the daemon itself (legacy direct mode or machine control mode).
-//! * [`handshake`], [`grant`], [`host`]: pure protocol pieces (HELLO / HELLO_ACK, root
-//!   grants and fingerprints, host identity).
-//! * [`demo`]: the self-contained demo against the embedded loopback platform peer.
+//! The crate has two halves and a few shared pieces:
+//!
+//! * [`runtime`]: the daemon while it runs: the process-wide [`runtime::machine`] state,
+//!   connections ([`runtime::conn`]), the machine control plane ([`runtime::control`]),
+//!   dispatch of data requests ([`runtime::data`], [`runtime::cu`]), limits, and the pure
+//!   protocol pieces ([`runtime::handshake`], [`runtime::grant`]). [`runtime::runtime::start::start`]
+//!   is its one way in.
+//! * [`commands`]: the user's commands besides `start`: `demo`, `doctor`, `install` /
+//!   `uninstall` (autostart entries), `auth` / `revoke`. They use the runtime; the runtime
+//!   never uses them.
+//! * Shared: [`cli`] (the command line), [`config`] (file, environment and flags resolved into
+//!   [`config::Settings`]), [`error`] (errors and exit codes), [`host`] (host identity).
+//!
+//! [`run`] is what the `autogpt-shim` binary calls with its parsed [`cli::Cli`]; it returns the
+//! process exit code of AUDIT_AUTH_CLI.md 5.2.
 
-pub mod autostart;
 pub mod cli;
+pub mod commands;
 pub mod config;
-pub mod demo;
-pub mod doctor;
 pub mod error;
-pub mod grant;
-pub mod handshake;
-pub mod harden;
 pub mod host;
-pub mod start;
-
-mod alloc;
-mod auditor;
-mod blocking;
-mod conn;
-mod control;
-mod cu;
-mod data;
-mod machine;
-mod oauth_cli;
-mod session_locks;
+pub mod runtime;
 
 use std::io::IsTerminal;
 use std::io::Write;
@@ -131,13 +123,13 @@ pub fn run(cli: Cli) -> u8 {
                         return EXIT_CONFIG;
                     }
                 };
-                let deps = start::StartDeps {
+                let deps = runtime::start::StartDeps {
                     store,
-                    legacy_key: start::legacy_key_from_env(),
+                    legacy_key: runtime::start::legacy_key_from_env(),
                     shutdown,
                     out: Box::new(std::io::stdout()),
                 };
-                match start::start(settings, deps).await {
+                match runtime::start::start(settings, deps).await {
                     Ok(()) => EXIT_OK,
                     Err(e) => {
                         let _ = writeln!(std::io::stderr(), "{e}");
@@ -260,7 +252,7 @@ pub fn run(cli: Cli) -> u8 {
                 }
             };
             let mut out = std::io::stdout();
-            match rt.block_on(demo::run(args.enable_shell, &mut out)) {
+            match rt.block_on(commands::demo::run(args.enable_shell, &mut out)) {
                 Ok(()) => EXIT_OK,
                 Err(e) => {
                     let _ = writeln!(stderr, "demo failed: {e}");
@@ -268,8 +260,8 @@ pub fn run(cli: Cli) -> u8 {
                 }
             }
         }
-        Command::Auth { no_browser } => oauth_cli::auth(&sources, !*no_browser),
-        Command::Revoke => oauth_cli::revoke(&sources),
+        Command::Auth { no_browser } => commands::auth::auth(&sources, !*no_browser),
+        Command::Revoke => commands::auth::revoke(&sources),
         Command::Doctor => {
             let settings = match config::load(&sources) {
                 Ok(s) => s,
@@ -278,8 +270,9 @@ pub fn run(cli: Cli) -> u8 {
                     return EXIT_CONFIG;
                 }
             };
-            let checks = doctor::checks(&settings, &doctor::StoreEnv::from_process());
-            doctor::report(&checks, &mut std::io::stdout())
+            let checks =
+                commands::doctor::checks(&settings, &commands::doctor::StoreEnv::from_process());
+            commands::doctor::report(&checks, &mut std::io::stdout())
         }
     }
 }
@@ -292,11 +285,14 @@ fn env_path(sources: &ConfigSources, name: &str) -> Option<std::path::PathBuf> {
         .map(|(_, v)| std::path::PathBuf::from(v))
 }
 
-fn autostart_entry(sources: &ConfigSources) -> Option<(&'static str, autostart::Autostart)> {
+fn autostart_entry(
+    sources: &ConfigSources,
+) -> Option<(&'static str, commands::autostart::Autostart)> {
     let platform = host::platform()?;
     let home = sources.home.clone()?;
     let xdg = env_path(sources, "XDG_CONFIG_HOME");
-    autostart::for_platform(platform, &home, xdg.as_deref()).map(|a| (platform.as_str(), a))
+    commands::autostart::for_platform(platform, &home, xdg.as_deref())
+        .map(|a| (platform.as_str(), a))
 }
 
 /// `install` (5.4): writes the per-user service definition; never activates it.
@@ -340,7 +336,7 @@ fn install(sources: &ConfigSources) -> u8 {
         let _ = writeln!(stderr, "Cannot determine the log directory.");
         return EXIT_FAIL;
     };
-    let unit = autostart::systemd_unit(
+    let unit = commands::autostart::systemd_unit(
         &program,
         &config,
         &log_dir.join("shim.out.log"),

@@ -26,10 +26,10 @@ use shim_protocol::MessageType;
 use shim_protocol::messages::handshake::Ack;
 use shim_protocol::messages::handshake::Hello;
 
-use crate::auditor::AuditFailed;
-use crate::auditor::Auditor;
-use crate::blocking::Blocking;
 use crate::config::Settings;
+use crate::runtime::auditor::AuditFailed;
+use crate::runtime::auditor::Auditor;
+use crate::runtime::blocking::Blocking;
 
 /// How long a HELLO waits for the display probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -109,14 +109,14 @@ impl std::fmt::Debug for CuSession {
 /// Fills the computer-use fields of a HELLO (1.2, 2.2), re-probing the host, and resets
 /// what every HELLO resets (the window ids).
 pub(crate) async fn advertise(
-    machine: &Arc<crate::machine::Machine>,
+    machine: &Arc<CuMachine>,
     session: &Arc<CuSession>,
     hello: &mut Hello,
 ) {
     session.state.on_hello();
     let m = machine.clone();
     let probe = tokio::task::spawn_blocking(move || {
-        let engine = m.cu.probe()?;
+        let engine = m.probe()?;
         let features = engine.features();
         let res = engine.screen_resolution();
         Some((engine, features, res))

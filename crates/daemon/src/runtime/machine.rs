@@ -13,10 +13,10 @@ use shim_exec::CommandLimiter;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::auditor::Auditor;
 use crate::config::Settings;
 use crate::error::DaemonError;
-use crate::handshake::Identity;
+use crate::runtime::auditor::Auditor;
+use crate::runtime::handshake::Identity;
 
 /// How an attempt to get a usable access token after a 401 failed (3.5 [H-13]).
 #[derive(Debug)]
@@ -176,5 +176,5 @@ pub(crate) struct Machine {
     /// The machine-wide work semaphore (10.3), recreated at each control handshake.
     pub(crate) work_sem: Mutex<Option<Arc<Semaphore>>>,
     /// Computer use: the machine-wide lock, rate window and backend.
-    pub(crate) cu: crate::cu::CuMachine,
+    pub(crate) cu: Arc<crate::runtime::cu::CuMachine>,
 }

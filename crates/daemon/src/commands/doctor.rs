@@ -173,7 +173,7 @@ fn mode_check(settings: &Settings) -> Check {
         }
     } else {
         // Control mode never creates `allowed_root`: folders are chosen per chat.
-        let roots = crate::control::virtual_roots(settings.home.as_deref());
+        let roots = crate::runtime::control::virtual_roots(settings.home.as_deref());
         if roots.is_empty() {
             blocking(
                 "folder_browser",

@@ -39,9 +39,9 @@ use shim_protocol::messages::files::FileStatResponse;
 use shim_protocol::messages::files::FileWrite;
 use shim_protocol::messages::handshake::Ack;
 
-use crate::auditor::AuditFailed;
-use crate::auditor::Auditor;
-use crate::blocking::Blocking;
+use crate::runtime::auditor::AuditFailed;
+use crate::runtime::auditor::Auditor;
+use crate::runtime::blocking::Blocking;
 
 /// What a data connection needs to serve requests.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ pub fn apply() -> Vec<String> {
     if let Err(e) = rustix::process::setrlimit(rustix::process::Resource::Core, zero) {
         problems.push(format!("cannot disable core dumps: {e}"));
     }
-    problems.extend(crate::alloc::keep_large_blocks_unmapped());
+    problems.extend(crate::runtime::alloc::keep_large_blocks_unmapped());
     #[cfg(target_os = "linux")]
     if let Err(e) =
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)

@@ -1,6 +1,7 @@
 //! The machine control plane (PROTOCOL.md 9): folder browsing with opaque references,
 //! session bindings with root grants, and child runtimes.
 
+use futures_util::future::BoxFuture;
 use std::collections::HashMap;
 use std::path::Path;
 use std::path::PathBuf;
@@ -38,14 +39,15 @@ use shim_protocol::values::Fingerprint;
 use shim_protocol::values::RootGrant;
 use tokio_util::sync::CancellationToken;
 
-use crate::auditor::AuditFailed;
-use crate::auditor::Auditor;
-use crate::conn::Outcome;
-use crate::conn::Runtime;
-use crate::grant;
-use crate::handshake::Role;
-use crate::machine::Machine;
-use crate::session_locks::SessionLocks;
+use crate::runtime::auditor::AuditFailed;
+use crate::runtime::auditor::Auditor;
+use crate::runtime::conn::ControlPlane;
+use crate::runtime::conn::Outcome;
+use crate::runtime::conn::Runtime;
+use crate::runtime::grant;
+use crate::runtime::handshake::Role;
+use crate::runtime::machine::Machine;
+use crate::runtime::session_locks::SessionLocks;
 
 /// Browse sessions per control connection.
 const MAX_BROWSES: usize = 8;
@@ -278,6 +280,20 @@ fn scan(dir: &Path) -> Option<(Vec<PathBuf>, bool)> {
     }
     out.sort_by_key(|p| display_name(p).to_lowercase());
     Some((out, truncated))
+}
+
+impl ControlPlane for Control {
+    fn on_reconnect(&self) -> BoxFuture<'_, ()> {
+        Box::pin(Control::on_reconnect(self))
+    }
+
+    fn handle<'a>(
+        &'a self,
+        id: &'a str,
+        msg: &'a Message,
+    ) -> BoxFuture<'a, Result<Message, AuditFailed>> {
+        Box::pin(Control::handle(self, id, msg))
+    }
 }
 
 impl Control {

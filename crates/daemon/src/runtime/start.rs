@@ -21,16 +21,16 @@ use shim_jail::JailRoot;
 use shim_protocol::ErrorCode;
 use tokio_util::sync::CancellationToken;
 
-use crate::auditor::Auditor;
 use crate::config::Settings;
-use crate::conn::Outcome;
-use crate::conn::Runtime;
-use crate::control::Control;
 use crate::error::DaemonError;
-use crate::handshake::Identity;
-use crate::handshake::Role;
-use crate::machine::Machine;
-use crate::machine::Tokens;
+use crate::runtime::auditor::Auditor;
+use crate::runtime::conn::Outcome;
+use crate::runtime::conn::Runtime;
+use crate::runtime::control::Control;
+use crate::runtime::handshake::Identity;
+use crate::runtime::handshake::Role;
+use crate::runtime::machine::Machine;
+use crate::runtime::machine::Tokens;
 
 /// What `start` needs besides the settings.
 pub struct StartDeps {
@@ -224,7 +224,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         tokens,
         shutdown: shutdown.clone(),
         work_sem: Mutex::new(None),
-        cu: crate::cu::CuMachine::new(&settings),
+        cu: Arc::new(crate::runtime::cu::CuMachine::new(&settings)),
     });
 
     let outcome = match (&settings.session_id, jail) {

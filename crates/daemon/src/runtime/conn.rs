@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use futures_util::SinkExt;
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use shim_audit::AuditResult;
 use shim_audit::Map;
 use shim_auth::Secret;
@@ -42,16 +43,30 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_util::sync::CancellationToken;
 
-use crate::auditor::AuditFailed;
-use crate::auditor::Auditor;
-use crate::data::DataPlane;
 use crate::error::DaemonError;
-use crate::handshake;
-use crate::handshake::LocalLimits;
-use crate::handshake::Negotiated;
-use crate::handshake::Role;
-use crate::machine::Machine;
-use crate::machine::RefreshFailure;
+use crate::runtime::auditor::AuditFailed;
+use crate::runtime::auditor::Auditor;
+use crate::runtime::data::DataPlane;
+use crate::runtime::handshake;
+use crate::runtime::handshake::LocalLimits;
+use crate::runtime::handshake::Negotiated;
+use crate::runtime::handshake::Role;
+use crate::runtime::machine::Machine;
+use crate::runtime::machine::RefreshFailure;
+
+/// What the control connection's runtime hands control requests to: the machine control
+/// plane (`control::Control`). A trait, so that this file does not depend on the control
+/// plane, which itself starts runtimes.
+pub(crate) trait ControlPlane: Send + Sync {
+    /// Called once the control connection is established and before HELLO (9.11).
+    fn on_reconnect(&self) -> BoxFuture<'_, ()>;
+    /// Answers one control request; `Err` when its audit record could not be written.
+    fn handle<'a>(
+        &'a self,
+        id: &'a str,
+        msg: &'a Message,
+    ) -> BoxFuture<'a, Result<Message, AuditFailed>>;
+}
 
 /// How a runtime ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,11 +89,11 @@ pub(crate) struct Runtime {
     pub(crate) stop: CancellationToken,
     /// Last valid inbound frame (3.5 step 2), for the idle reaper.
     pub(crate) activity: Arc<Mutex<Instant>>,
-    pub(crate) control: Option<Arc<crate::control::Control>>,
+    pub(crate) control: Option<Arc<dyn ControlPlane>>,
     /// Whether this runtime acquires the machine-wide work semaphore (children).
     pub(crate) uses_work_limit: bool,
     /// Computer-use state of this runtime (window ids, clipboard writeback).
-    pub(crate) cu: Arc<crate::cu::CuSession>,
+    pub(crate) cu: Arc<crate::runtime::cu::CuSession>,
 }
 
 enum ConnEnd {
@@ -339,7 +354,7 @@ impl Runtime {
             &role,
             self.machine.settings.enable_shell,
         );
-        crate::cu::advertise(&self.machine, &self.cu, &mut hello).await;
+        crate::runtime::cu::advertise(&self.machine.cu, &self.cu, &mut hello).await;
         let hello_id = uuid::Uuid::new_v4().to_string();
         let text =
             match frame::encode_shim(&hello_id, now_ts(), None, &Message::Hello(hello.clone())) {
@@ -844,7 +859,7 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
     // Step 7: the control connection never executes anything (6.3).
     if is_control && !ty.is_control_request() {
         // COMPUTER_USE_HW.md 1.3: computer-use refusals at steps 1-2 are not audited.
-        if !crate::cu::is_cu(ty) {
+        if !crate::runtime::cu::is_cu(ty) {
             rt.audit
                 .refusal(ty.as_str(), &f.id, &ErrorCode::FeatureNotSupported)
                 .await?;
@@ -860,7 +875,7 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         return Ok(None);
     };
     if !conn.negotiated.is_granted(&cap) {
-        if !crate::cu::is_cu(ty) {
+        if !crate::runtime::cu::is_cu(ty) {
             rt.audit
                 .refusal(ty.as_str(), &f.id, &ErrorCode::CapabilityNotGranted)
                 .await?;
@@ -915,11 +930,11 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         Message::FileDelete(p) => data.delete(id, p).await,
         Message::FileMove(p) => data.rename(id, p).await,
         Message::ExecuteCommand(p) => data.execute(id, p).await,
-        m if crate::cu::is_cu(ty) => {
+        m if crate::runtime::cu::is_cu(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;
-            match crate::cu::handle(&rt.cu, &rt.audit, max, id, &m).await {
+            match crate::runtime::cu::handle(&rt.cu, &rt.audit, max, id, &m).await {
                 Some(r) => r,
-                None => Ok(crate::cu::not_enabled()),
+                None => Ok(crate::runtime::cu::not_enabled()),
             }
         }
         _ => {

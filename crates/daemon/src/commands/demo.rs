@@ -209,13 +209,13 @@ pub async fn run(enable_shell: bool, out: &mut (dyn Write + Send)) -> DemoResult
     .map_err(e("configuration"))?;
 
     let shutdown = CancellationToken::new();
-    let deps = crate::start::StartDeps {
+    let deps = crate::runtime::start::StartDeps {
         store: Box::new(store),
         legacy_key: None,
         shutdown: shutdown.clone(),
         out: Box::new(std::io::sink()),
     };
-    let daemon = tokio::spawn(crate::start::start(settings, deps));
+    let daemon = tokio::spawn(crate::runtime::start::start(settings, deps));
     let result = play(&mut s, &peer, &home, &project, enable_shell).await;
     shutdown.cancel();
     let stopped = tokio::time::timeout(T, daemon)

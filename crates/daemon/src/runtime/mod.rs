@@ -1,0 +1,30 @@
+//! The daemon while it runs: everything between the platform's WebSocket and the jail, the
+//! executor, the desktop and the audit log.
+//!
+//! Layers, each file using only those listed before it:
+//!
+//! * [`alloc`], [`harden`]: process set-up before anything else runs.
+//! * [`handshake`], [`grant`]: pure protocol pieces (HELLO / HELLO_ACK, root grants).
+//! * [`auditor`], [`blocking`], [`session_locks`]: the audit writer handle, blocking work that
+//!   is audited even when its request is cancelled, per-session locks.
+//! * [`cu`]: computer-use state and dispatch.
+//! * [`machine`]: the process-wide state (settings, identity, audit, limits, tokens).
+//! * [`data`]: dispatch of data requests to the jail and the executor.
+//! * [`conn`]: one runtime's connection loop; it reaches the control plane only through the
+//!   [`conn::ControlPlane`] trait.
+//! * [`control`]: the machine control plane (browsing, root grants, child runtimes).
+//! * [`start`]: the daemon's one way in, legacy direct mode or machine control mode.
+
+pub(crate) mod alloc;
+pub(crate) mod auditor;
+pub(crate) mod blocking;
+pub(crate) mod conn;
+pub(crate) mod control;
+pub(crate) mod cu;
+pub(crate) mod data;
+pub mod grant;
+pub mod handshake;
+pub mod harden;
+pub(crate) mod machine;
+pub(crate) mod session_locks;
+pub mod start;

@@ -1,0 +1,3 @@
+//! One module per concern.
+
+mod layout;
