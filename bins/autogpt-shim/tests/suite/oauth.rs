@@ -79,6 +79,24 @@ fn put(env: &Env, access: Option<&str>, refresh: Option<&str>) {
 
 /// `autogpt-shim ARGS` with the peer as the platform (fixed OAuth endpoints) and the
 /// callback range starting at `port`.
+/// A base port whose `n` ports are free now, with listeners holding them (drop them to hand
+/// the ports to the daemon). Each call takes a block no other call of this process takes,
+/// below the kernel's ephemeral range (32768 up), where a fixed block collided in CI with a
+/// port another test's outbound connection held.
+fn free_port_block(n: u16) -> (u16, Vec<std::net::TcpListener>) {
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(23_000);
+    loop {
+        let base = NEXT.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        assert!(base < 32_000, "no free block of {n} ports below 32000");
+        let held: Vec<_> = (base..base + n)
+            .map_while(|p| std::net::TcpListener::bind(("127.0.0.1", p)).ok())
+            .collect();
+        if held.len() == usize::from(n) {
+            return (base, held);
+        }
+    }
+}
+
 fn cmd(env: &Env, args: &[&str], port: u16) -> Command {
     let mut c = env.command(args);
     c.env("AUTOGPT_SHIM_PLATFORM_URL", env.peer.http_base())
@@ -262,7 +280,8 @@ const PARAMS: [&str; 7] = [
 #[tokio::test]
 async fn login_against_the_peer_stores_tokens_and_start_connects_with_them() {
     let env = oauth_env().await;
-    let port = 42_101;
+    let (port, held) = free_port_block(12);
+    drop(held);
     let login = Login::start(cmd(&env, &["auth", "--no-browser"], port)).await;
     // The URL: the parameters of 3.3 step 4 in order, the first port of the range.
     let u = reqwest::Url::parse(&login.url).unwrap();
@@ -314,10 +333,9 @@ async fn login_against_the_peer_stores_tokens_and_start_connects_with_them() {
 #[tokio::test]
 async fn login_uses_the_one_free_port_and_fails_when_all_are_busy() {
     let env = oauth_env().await;
-    let port = 42_121;
-    let mut held: Vec<std::net::TcpListener> = (port..port + 11)
-        .map(|p| std::net::TcpListener::bind(("127.0.0.1", p)).unwrap())
-        .collect();
+    let (port, mut held) = free_port_block(12);
+    // Hold the first eleven; the twelfth is the one free port.
+    drop(held.pop());
     let login = Login::start(cmd(&env, &["auth", "--no-browser"], port)).await;
     assert_eq!(login.redirect_port(), port + 11);
     let (status, _) = browse(&login.url).await;
@@ -365,7 +383,8 @@ async fn failing_login(env: &Env, port: u16, want: &str, act: impl AsyncFnOnce(&
 #[tokio::test]
 async fn bad_callbacks_end_with_the_specified_message_and_store_nothing() {
     let env = oauth_env().await;
-    let port = 42_141;
+    let (port, held) = free_port_block(12);
+    drop(held);
     // State is checked before error.
     failing_login(
         &env,
@@ -427,7 +446,8 @@ async fn bad_callbacks_end_with_the_specified_message_and_store_nothing() {
 #[tokio::test]
 async fn token_endpoint_failures_report_the_status_and_store_nothing() {
     let env = oauth_env().await;
-    let port = 42_161;
+    let (port, held) = free_port_block(12);
+    drop(held);
     for (status, body, want) in [
         (
             400,
