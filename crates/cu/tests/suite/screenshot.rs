@@ -140,7 +140,28 @@ fn masked_regions_are_black_and_nothing_else_changes() {
     masked
         .x
         .spawn("xterm", &["-bg", "#00ff00", "-geometry", "40x10+150+150"]);
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    let desktop = shim_cu::open(&shim_cu::OpenOptions {
+        display: Some(masked.x.display.clone()),
+    })
+    .unwrap();
+    // Wait until the xterm is painted, inside and outside the mask: a fixed sleep was too
+    // short on a loaded machine (CI saw the window half drawn).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let raw = desktop.capture.capture([0, 0, 1280, 800], false).unwrap();
+        let green = [(200, 200), (320, 160), (160, 240)]
+            .iter()
+            .all(|&(x, y)| raw.pixel(x, y) == Some([0, 255, 0]));
+        if green {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the xterm was never painted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
     let (img, _) = decode_shot(&masked.shot(json!({"format": "png", "include_cursor": false})));
     for y in 0..800 {
         for x in 0..1280 {
@@ -152,10 +173,6 @@ fn masked_regions_are_black_and_nothing_else_changes() {
         }
     }
     // Outside the mask the pixels are those of an unmasked capture of the same screen.
-    let desktop = shim_cu::open(&shim_cu::OpenOptions {
-        display: Some(masked.x.display.clone()),
-    })
-    .unwrap();
     let raw = desktop.capture.capture([0, 0, 1280, 800], false).unwrap();
     for y in 0..800 {
         for x in 0..1280 {
