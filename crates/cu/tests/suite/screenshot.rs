@@ -139,7 +139,20 @@ fn masked_regions_are_black_and_nothing_else_changes() {
     red_root(&masked);
     masked
         .x
-        .spawn("xterm", &["-bg", "#00ff00", "-geometry", "40x10+150+150"]);
+        // `sleep` instead of a shell: a shell's prompt, drawn whenever the shell gets to it,
+        // made the two captures below differ at (333,153) on a loaded machine.
+        .spawn(
+            "xterm",
+            &[
+                "-bg",
+                "#00ff00",
+                "-geometry",
+                "40x10+150+150",
+                "-e",
+                "sleep",
+                "600",
+            ],
+        );
     let desktop = shim_cu::open(&shim_cu::OpenOptions {
         display: Some(masked.x.display.clone()),
     })
