@@ -5,13 +5,14 @@
 //! * [`runtime`]: the daemon while it runs: the process-wide [`runtime::machine`] state,
 //!   connections ([`runtime::conn`]), the machine control plane ([`runtime::control`]),
 //!   dispatch of data requests ([`runtime::data`], [`runtime::cu`]), limits, and the pure
-//!   protocol pieces ([`runtime::handshake`], [`runtime::grant`]). [`runtime::runtime::start::start`]
+//!   protocol pieces ([`runtime::handshake`], [`runtime::grant`]). [`runtime::start::start`]
 //!   is its one way in.
 //! * [`commands`]: the user's commands besides `start`: `demo`, `doctor`, `install` /
 //!   `uninstall` (autostart entries), `auth` / `revoke`. They use the runtime; the runtime
 //!   never uses them.
 //! * Shared: [`cli`] (the command line), [`config`] (file, environment and flags resolved into
-//!   [`config::Settings`]), [`error`] (errors and exit codes), [`host`] (host identity).
+//!   [`config::Settings`]), [`error`] (errors and exit codes), [`host`] (host identity),
+//!   [`policy`] (the command policy).
 //!
 //! [`run`] is what the `autogpt-shim` binary calls with its parsed [`cli::Cli`]; it returns the
 //! process exit code of AUDIT_AUTH_CLI.md 5.2.
@@ -21,6 +22,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod host;
+pub mod policy;
 pub mod runtime;
 
 use std::io::IsTerminal;
