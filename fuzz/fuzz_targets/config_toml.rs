@@ -65,6 +65,8 @@ const KEYS: &[&str] = &[
     "ws_pong_timeout_seconds",
     "handshake_timeout_seconds",
     "oauth_callback_timeout_seconds",
+    "command_policy_file",
+    "approval_timeout_seconds",
 ];
 
 fn file() -> &'static PathBuf {

@@ -143,6 +143,7 @@ impl Daemon<'_> {
         .env("HOME", self.dir.join("home"))
         .env("XDG_CONFIG_HOME", self.dir.join("config"))
         .env("XDG_STATE_HOME", self.dir.join("state"))
+        .env("XDG_RUNTIME_DIR", self.dir.join("run"))
         .env("AUTOGPT_SHIM_PLATFORM_URL", PLATFORM_URL)
         .env("AUTOGPT_SHIM_PLATFORM_WS_URL", &self.ws_base)
         .env("AUTOGPT_SHIM_AUDIT_LOG_PATH", &self.audit_log)

@@ -134,4 +134,47 @@ pub enum Command {
     Audit(AuditCommand),
     /// Play a chat against an embedded loopback platform: no account, no network.
     Demo(DemoArgs),
+    /// Run a command that waits for your approval (see `approvals`).
+    Approve {
+        /// The approval id `approvals` shows.
+        id: u64,
+    },
+    /// Refuse a command that waits for your approval; it is never run.
+    Deny {
+        /// The approval id `approvals` shows.
+        id: u64,
+    },
+    /// List the commands waiting for your approval.
+    Approvals {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Refuse new operations until `resume` (running commands go on).
+    Pause,
+    /// Serve operations again after `pause`.
+    Resume,
+    /// The command policy (`command_policy_file`).
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+/// `policy` subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum PolicyCommand {
+    /// Print what the policy decides for a command, and which rule decided.
+    Check {
+        /// Print JSON (`decision`, `rule_line`, `rule`, `justification`, `reason`).
+        #[arg(long)]
+        json: bool,
+        /// The policy file (default: the configured `command_policy_file`).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// A shell command string.
+        #[arg(long, value_name = "STRING")]
+        command: Option<String>,
+        /// An argv run without a shell (after `--`).
+        #[arg(last = true, value_name = "ARGV")]
+        argv: Vec<String>,
+    },
 }

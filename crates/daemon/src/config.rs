@@ -62,6 +62,10 @@ const KEYS: &[(&str, Kind)] = &[
     ("recording_default_interpretation_route", Kind::Str),
     ("recording_channels", Kind::StrList),
     ("recording_retention_limit", Kind::Int),
+    // [addition] The command policy (docs/policy.md) and how long a `prompt` command waits
+    // for the local user's answer.
+    ("command_policy_file", Kind::Path),
+    ("approval_timeout_seconds", Kind::Float),
     // Tuning [addition].
     ("status_interval_seconds", Kind::Float),
     ("idle_timeout_seconds", Kind::Float),
@@ -77,6 +81,10 @@ const RESERVED_ENV: &[&str] = &["keychain_passphrase", "fallback_dir", "credenti
 
 /// The environment prefix.
 pub const ENV_PREFIX: &str = "AUTOGPT_SHIM_";
+
+/// The default `approval_timeout_seconds`: below the platform's 30 s deadline for a
+/// data-plane request (PROTOCOL.md 12), so that a denial reaches it as an answer.
+pub const DEFAULT_APPROVAL_TIMEOUT_SECONDS: f64 = 25.0;
 
 /// The default platform base URL.
 pub const DEFAULT_PLATFORM_URL: &str = "wss://platform.autogpt.net";
@@ -253,6 +261,11 @@ pub struct Settings {
     pub reconnect_jitter_seconds: f64,
     /// `ollama_url`.
     pub ollama_url: String,
+    /// `command_policy_file` [addition]: the command policy; `None` allows every command.
+    pub command_policy_file: Option<PathBuf>,
+    /// `approval_timeout_seconds` [addition]: how long a `prompt` command waits for the
+    /// local user before it is denied (25 s: the platform gives up on a request after 30 s).
+    pub approval_timeout: Duration,
     /// Protocol intervals.
     pub tuning: Tuning,
 }
@@ -819,6 +832,9 @@ fn resolve(
         })?,
     };
     let _ = raw.path("recording_buffer_dir", home, &src.cwd)?;
+    let command_policy_file = raw.path("command_policy_file", home, &src.cwd)?;
+    let (approval, loc) = raw.float("approval_timeout_seconds", DEFAULT_APPROVAL_TIMEOUT_SECONDS);
+    let approval_timeout = secs(positive_float(&loc, approval, false)?);
 
     let u32_key = |key: &str, default: i64| -> Result<u32, ConfigError> {
         let v = raw.int(key, default, 1, i64::from(u32::MAX))?;
@@ -900,6 +916,8 @@ fn resolve(
         ollama_url: opt_str(raw, "ollama_url")
             .map(|(s, _)| s)
             .unwrap_or_else(|| "http://localhost:11434".to_owned()),
+        command_policy_file,
+        approval_timeout,
         tuning,
     })
 }

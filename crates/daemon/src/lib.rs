@@ -12,7 +12,7 @@
 //!   never uses them.
 //! * Shared: [`cli`] (the command line), [`config`] (file, environment and flags resolved into
 //!   [`config::Settings`]), [`error`] (errors and exit codes), [`host`] (host identity),
-//!   [`policy`] (the command policy).
+//!   [`policy`] (the command policy), [`ipc`] (the local control socket's protocol).
 //!
 //! [`run`] is what the `autogpt-shim` binary calls with its parsed [`cli::Cli`]; it returns the
 //! process exit code of AUDIT_AUTH_CLI.md 5.2.
@@ -22,6 +22,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod host;
+pub mod ipc;
 pub mod policy;
 pub mod runtime;
 
@@ -82,6 +83,16 @@ pub fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// The local control socket of this user's daemon.
+fn socket() -> std::path::PathBuf {
+    #[cfg(unix)]
+    return ipc::socket_path_from_process();
+    #[cfg(not(unix))]
+    return std::env::temp_dir()
+        .join("autogpt-shim")
+        .join("control.sock");
+}
+
 fn tokio_runtime() -> Result<tokio::runtime::Runtime, DaemonError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -130,6 +141,10 @@ pub fn run(cli: Cli) -> u8 {
                     legacy_key: runtime::start::legacy_key_from_env(),
                     shutdown,
                     out: Box::new(std::io::stdout()),
+                    #[cfg(unix)]
+                    control_socket: Some(ipc::socket_path_from_process()),
+                    #[cfg(not(unix))]
+                    control_socket: None,
                 };
                 match runtime::start::start(settings, deps).await {
                     Ok(()) => EXIT_OK,
@@ -140,6 +155,46 @@ pub fn run(cli: Cli) -> u8 {
                 }
             })
         }
+        Command::Approve { id } => {
+            commands::local::decide(&socket(), *id, true, &mut std::io::stdout(), &mut stderr)
+        }
+        Command::Deny { id } => {
+            commands::local::decide(&socket(), *id, false, &mut std::io::stdout(), &mut stderr)
+        }
+        Command::Approvals { json } => {
+            commands::local::list(&socket(), *json, &mut std::io::stdout(), &mut stderr)
+        }
+        Command::Pause => {
+            commands::local::pause(&socket(), true, &mut std::io::stdout(), &mut stderr)
+        }
+        Command::Resume => {
+            commands::local::pause(&socket(), false, &mut std::io::stdout(), &mut stderr)
+        }
+        Command::Policy(cli::PolicyCommand::Check {
+            json,
+            policy,
+            command,
+            argv,
+        }) => {
+            let file = match policy {
+                Some(p) => Some(p.clone()),
+                None => match config::load(&sources) {
+                    Ok(s) => s.command_policy_file,
+                    Err(e) => {
+                        let _ = writeln!(stderr, "Invalid configuration: {e}");
+                        return EXIT_CONFIG;
+                    }
+                },
+            };
+            commands::local::policy_check(
+                file.as_deref(),
+                command.as_deref(),
+                argv,
+                *json,
+                &mut std::io::stdout(),
+                &mut stderr,
+            )
+        }
         Command::Status => {
             let settings = match config::load(&sources) {
                 Ok(s) => s,
@@ -149,7 +204,33 @@ pub fn run(cli: Cli) -> u8 {
                 }
             };
             let mut out = std::io::stdout();
-            let _ = writeln!(out, "Live daemon status is not implemented yet.");
+            let live = commands::local::live_status(&socket());
+            match &live {
+                Some(s) => {
+                    let _ = writeln!(
+                        out,
+                        "Daemon: running (pid {}, version {}){}",
+                        s.pid,
+                        s.version,
+                        if s.paused { ", PAUSED" } else { "" }
+                    );
+                    let _ = writeln!(
+                        out,
+                        "Commands waiting for approval: {}",
+                        s.pending_approvals
+                    );
+                    let _ = writeln!(
+                        out,
+                        "Command policy: {}",
+                        s.policy_file
+                            .as_deref()
+                            .unwrap_or("none (every command is allowed)")
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "Daemon: not running");
+                }
+            }
             let _ = writeln!(out, "Configured platform: {}", settings.platform_url);
             match &settings.session_id {
                 Some(sid) => {
@@ -185,7 +266,11 @@ pub fn run(cli: Cli) -> u8 {
                     );
                 }
             }
-            EXIT_OK
+            if live.is_some() {
+                EXIT_OK
+            } else {
+                commands::local::EXIT_NOT_RUNNING
+            }
         }
         Command::Install { .. } => install(&sources),
         Command::Uninstall => {

@@ -107,7 +107,9 @@ async fn no_credentials_exits_77_without_connecting() {
 async fn status_prints_the_configuration_summary() {
     let env = Env::new(PeerConfig::default()).await;
     let (code, out, err) = finish(env.command(&["status"]).spawn().unwrap(), T).await;
-    assert_eq!(code, 0);
+    // No daemon runs: the summary, "not running" and exit status 3.
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("Daemon: not running"), "{out}");
     assert!(
         out.contains(&format!(
             "Configured platform: {}",
@@ -175,7 +177,7 @@ async fn install_status_uninstall_round_trip() {
         .path()
         .join("config/systemd/user/autogpt-shim.service");
     let (code, out, _) = finish(env.command(&["status"]).spawn().unwrap(), T).await;
-    assert_eq!(code, 0);
+    assert_eq!(code, 3);
     assert!(
         out.contains("Autostart entry (linux): not installed"),
         "{out}"

@@ -156,6 +156,9 @@ impl Env {
             .env("HOME", self.dir.path().join("home"))
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
             .env("XDG_STATE_HOME", self.dir.path().join("state"))
+            // The local control socket: one per test, so that daemons of parallel tests do
+            // not take each other for a second daemon.
+            .env("XDG_RUNTIME_DIR", self.dir.path().join("run"))
             .env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
             .env("AUTOGPT_SHIM_FALLBACK_DIR", self.dir.path().join("creds"))
             .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", PASSPHRASE)

@@ -214,6 +214,8 @@ pub async fn run(enable_shell: bool, out: &mut (dyn Write + Send)) -> DemoResult
         legacy_key: None,
         shutdown: shutdown.clone(),
         out: Box::new(std::io::sink()),
+        // The demo's own socket, so that it runs beside a real daemon.
+        control_socket: Some(dir.path().join("run").join("control.sock")),
     };
     let daemon = tokio::spawn(crate::runtime::start::start(settings, deps));
     let result = play(&mut s, &peer, &home, &project, enable_shell).await;

@@ -4,9 +4,12 @@
 //! * [`demo`]: the self-contained demo against the embedded loopback platform peer.
 //! * [`doctor`]: the environment checks of 5.5.
 //! * [`autostart`]: the entries `install` writes and `uninstall` removes (5.4).
-//! * [`auth`]: `auth` (OAuth login) and `revoke`.
+//! * `auth`: `auth` (OAuth login) and `revoke`.
+//! * [`local`]: `approve`, `deny`, `approvals`, `pause`, `resume`, live `status` (through the
+//!   local control socket) and `policy check`.
 
 pub(crate) mod auth;
 pub mod autostart;
 pub mod demo;
 pub mod doctor;
+pub mod local;

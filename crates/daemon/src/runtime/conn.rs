@@ -594,7 +594,7 @@ impl Runtime {
         let silenced = Arc::new(AtomicBool::new(false));
         let writer = tokio::spawn(write_loop(sink, out_rx, silenced.clone()));
         let data = match (&self.role, &self.jail) {
-            (Role::Data { .. }, Some(jail)) => {
+            (Role::Data { session_id, .. }, Some(jail)) => {
                 let mut cfg = ExecConfig::from_process(self.machine.settings.enable_shell);
                 cfg.command_timeout_seconds = negotiated.limits.command_timeout_seconds;
                 cfg.max_file_size_bytes = negotiated.limits.max_file_size_bytes;
@@ -603,6 +603,9 @@ impl Runtime {
                     jail: jail.clone(),
                     executor: Executor::new(cfg, self.machine.limiter.clone()),
                     audit: self.audit.clone(),
+                    policy: self.machine.policy.clone(),
+                    approvals: self.machine.approvals.clone(),
+                    session_id: session_id.clone(),
                 })
             }
             _ => None,
@@ -906,6 +909,15 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         return Ok(Some(error_msg(
             ErrorCode::FeatureNotSupported,
             "Control operations are only accepted on the base control connection.",
+        )));
+    }
+    if rt.machine.paused.load(Ordering::SeqCst) {
+        rt.audit
+            .refusal(ty.as_str(), &f.id, &ErrorCode::ShimOverloaded)
+            .await?;
+        return Ok(Some(error_msg(
+            ErrorCode::ShimOverloaded,
+            "The local user paused this executor; the operation was not run. Try again after they resume it.",
         )));
     }
     let Some(data) = &conn.data else {

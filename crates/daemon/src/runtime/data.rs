@@ -24,6 +24,7 @@ use shim_protocol::ErrorPayload;
 use shim_protocol::Message;
 use shim_protocol::error::MovePathDetails;
 use shim_protocol::error::PathDetails;
+use shim_protocol::error::PermissionPendingDetails;
 use shim_protocol::messages::exec::CommandResult;
 use shim_protocol::messages::exec::ExecuteCommand;
 use shim_protocol::messages::files::ContentEncoding;
@@ -39,6 +40,10 @@ use shim_protocol::messages::files::FileStatResponse;
 use shim_protocol::messages::files::FileWrite;
 use shim_protocol::messages::handshake::Ack;
 
+use crate::policy::Decision;
+use crate::policy::Policy;
+use crate::runtime::approvals::Answer;
+use crate::runtime::approvals::Approvals;
 use crate::runtime::auditor::AuditFailed;
 use crate::runtime::auditor::Auditor;
 use crate::runtime::blocking::Blocking;
@@ -52,6 +57,12 @@ pub(crate) struct DataPlane {
     pub(crate) executor: Executor,
     /// The session-bound audit view.
     pub(crate) audit: Auditor,
+    /// The machine's command policy.
+    pub(crate) policy: Arc<Policy>,
+    /// Where `prompt` commands wait for the local user.
+    pub(crate) approvals: Arc<Approvals>,
+    /// The chat's session (shown with a waiting command).
+    pub(crate) session_id: String,
 }
 
 fn error(code: ErrorCode, message: impl Into<String>) -> Message {
@@ -430,6 +441,9 @@ impl DataPlane {
                 return Ok(exec_error(&rejection.error, p.cwd.as_deref().unwrap_or("")));
             }
         };
+        if let Some(refusal) = self.judge(id, &p).await? {
+            return Ok(refusal);
+        }
         let details = prepared.audit_details().clone();
         let started = prepared.started_at();
         // 12.10: a cancelled command (connection gone) is still audited.
@@ -458,6 +472,94 @@ impl DataPlane {
             }),
             Err(e) => exec_error(&e, p.cwd.as_deref().unwrap_or("")),
         })
+    }
+
+    /// The command policy for one command (docs/policy.md): `None` to run it, or the
+    /// refusal to answer with. A `forbid`, and a `prompt` that was not approved, are audited
+    /// (`COMMAND_POLICY`: the decision, the rule, who decided and how long it took) and
+    /// answered with `PERMISSION_PENDING` naming the permission (`command_policy` or
+    /// `command_approval`): the command needs a yes this machine's user did not give.
+    async fn judge(&self, id: &str, p: &ExecuteCommand) -> Result<Option<Message>, AuditFailed> {
+        let (verdict, shown) = match (&p.command, &p.argv) {
+            (_, Some(argv)) => (self.policy.check_argv(argv), argv.join(" ")),
+            (Some(c), None) => (self.policy.check_command(c), c.clone()),
+            (None, None) => return Ok(None),
+        };
+        let mut d = Map::new()
+            .with("decision", verdict.decision.as_str())
+            .with("rule", verdict.rule.clone())
+            .with("rule_line", verdict.rule_line);
+        let (permission, message) = match verdict.decision {
+            Decision::Allow => return Ok(None),
+            Decision::Forbid => {
+                d.insert("decided_by", "policy");
+                (
+                    "command_policy",
+                    format!(
+                        "The local user's command policy forbids this command{}.",
+                        verdict
+                            .justification
+                            .as_deref()
+                            .map(|j| format!(": {j}"))
+                            .unwrap_or_default()
+                    ),
+                )
+            }
+            Decision::Prompt => {
+                let out = self
+                    .approvals
+                    .ask(
+                        &self.session_id,
+                        &shown,
+                        &verdict.reason,
+                        verdict.rule.clone(),
+                    )
+                    .await;
+                d.insert("approval_id", out.id);
+                d.insert("answer", out.answer.as_str());
+                d.insert("decided_by", out.by.as_str());
+                d.insert(
+                    "waited_ms",
+                    u64::try_from(out.waited.as_millis()).unwrap_or(u64::MAX),
+                );
+                match out.answer {
+                    Answer::Approved => {
+                        self.audit
+                            .op("COMMAND_POLICY", Some(id), d, AuditResult::default())
+                            .await?;
+                        return Ok(None);
+                    }
+                    Answer::Denied => (
+                        "command_approval",
+                        "The local user denied this command.".to_owned(),
+                    ),
+                    Answer::TimedOut => (
+                        "command_approval",
+                        "The local user did not approve this command in time.".to_owned(),
+                    ),
+                }
+            }
+        };
+        self.audit
+            .op(
+                "COMMAND_POLICY",
+                Some(id),
+                d,
+                AuditResult::failed(&ErrorCode::PermissionPending),
+            )
+            .await?;
+        Ok(Some(Message::Error(ErrorPayload::with_details(
+            ErrorCode::PermissionPending,
+            message,
+            &PermissionPendingDetails {
+                permission: permission.to_owned(),
+                platform: std::env::consts::OS.to_owned(),
+                hint: Some(
+                    "The command was not run. Do not retry it unchanged; ask the user or use another way."
+                        .to_owned(),
+                ),
+            },
+        ))))
     }
 
     async fn write_exec_event(

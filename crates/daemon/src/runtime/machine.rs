@@ -177,4 +177,10 @@ pub(crate) struct Machine {
     pub(crate) work_sem: Mutex<Option<Arc<Semaphore>>>,
     /// Computer use: the machine-wide lock, rate window and backend.
     pub(crate) cu: Arc<crate::runtime::cu::CuMachine>,
+    /// The command policy (`command_policy_file`; allow-all without one).
+    pub(crate) policy: Arc<crate::policy::Policy>,
+    /// Commands waiting for the local user's answer.
+    pub(crate) approvals: Arc<crate::runtime::approvals::Approvals>,
+    /// Set by `autogpt-shim pause`: new operations are refused until `resume`.
+    pub(crate) paused: std::sync::atomic::AtomicBool,
 }

@@ -7,15 +7,18 @@
 //! * [`handshake`], [`grant`]: pure protocol pieces (HELLO / HELLO_ACK, root grants).
 //! * [`auditor`], [`blocking`], [`session_locks`]: the audit writer handle, blocking work that
 //!   is audited even when its request is cancelled, per-session locks.
+//! * [`approvals`]: commands the policy holds for the local user's answer.
 //! * [`cu`]: computer-use state and dispatch.
 //! * [`machine`]: the process-wide state (settings, identity, audit, limits, tokens).
 //! * [`data`]: dispatch of data requests to the jail and the executor.
 //! * [`conn`]: one runtime's connection loop; it reaches the control plane only through the
 //!   [`conn::ControlPlane`] trait.
 //! * [`control`]: the machine control plane (browsing, root grants, child runtimes).
+//! * `ipc_server`: the local control socket (`approve`, `deny`, `pause`, ...).
 //! * [`start`]: the daemon's one way in, legacy direct mode or machine control mode.
 
 pub(crate) mod alloc;
+pub mod approvals;
 pub(crate) mod auditor;
 pub(crate) mod blocking;
 pub(crate) mod conn;
@@ -25,6 +28,8 @@ pub(crate) mod data;
 pub mod grant;
 pub mod handshake;
 pub mod harden;
+#[cfg(unix)]
+pub(crate) mod ipc_server;
 pub(crate) mod machine;
 pub(crate) mod session_locks;
 pub mod start;

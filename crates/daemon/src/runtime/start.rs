@@ -22,7 +22,10 @@ use shim_protocol::ErrorCode;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
+use crate::error::ConfigError;
 use crate::error::DaemonError;
+use crate::policy::Policy;
+use crate::runtime::approvals::Approvals;
 use crate::runtime::auditor::Auditor;
 use crate::runtime::conn::Outcome;
 use crate::runtime::conn::Runtime;
@@ -42,6 +45,9 @@ pub struct StartDeps {
     pub shutdown: CancellationToken,
     /// Where start-up lines go (stdout for the CLI).
     pub out: Box<dyn Write + Send>,
+    /// The local control socket to serve (`approve`, `deny`, `pause`, ...); `None` serves
+    /// none. The CLI passes [`crate::ipc::socket_path_from_process`].
+    pub control_socket: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for StartDeps {
@@ -86,7 +92,18 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         legacy_key,
         shutdown,
         mut out,
+        control_socket,
     } = deps;
+    // The command policy: a file that cannot be used stops the start (exit 78) with its line.
+    let policy = match &settings.command_policy_file {
+        Some(p) => Policy::load(p).map_err(|e| {
+            DaemonError::Config(ConfigError::new(
+                "command_policy_file",
+                format!("{e}\nhint: fix the file (`autogpt-shim policy check` shows what each rule decides) or remove command_policy_file"),
+            ))
+        })?,
+        None => Policy::allow_all(),
+    };
     // Step 1.
     let identity = identity(&settings)?;
     let _ = writeln!(
@@ -199,6 +216,15 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         None => None,
     };
 
+    // The local control socket: bound before SHIM_START, so that a second daemon stops here.
+    #[cfg(unix)]
+    let ipc = match &control_socket {
+        Some(p) => Some(crate::runtime::ipc_server::IpcServer::bind(p)?),
+        None => None,
+    };
+    #[cfg(not(unix))]
+    let _ = control_socket;
+
     // Step 5: SHIM_START before any connection.
     audit
         .write(
@@ -225,7 +251,13 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         shutdown: shutdown.clone(),
         work_sem: Mutex::new(None),
         cu: Arc::new(crate::runtime::cu::CuMachine::new(&settings)),
+        policy: Arc::new(policy),
+        approvals: Arc::new(Approvals::new(settings.approval_timeout)),
+        paused: std::sync::atomic::AtomicBool::new(false),
     });
+    let ipc_stop = CancellationToken::new();
+    #[cfg(unix)]
+    let ipc_task = ipc.map(|s| tokio::spawn(s.serve(machine.clone(), ipc_stop.clone())));
 
     let outcome = match (&settings.session_id, jail) {
         (Some(sid), Some(jail)) => {
@@ -267,6 +299,12 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             o
         }
     };
+
+    ipc_stop.cancel();
+    #[cfg(unix)]
+    if let Some(t) = ipc_task {
+        let _ = t.await;
+    }
 
     // Step 6: SHIM_STOP best effort.
     if audit.failure().is_none() {

@@ -1,0 +1,350 @@
+//! The command policy and approvals through the real binary and the platform peer: forbid,
+//! prompt answered with `approve` / `deny` / nothing, pause and resume, `policy check`, a bad
+//! policy file, and the local control socket's bad input.
+
+use std::io::Read;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use shim_platform_peer::PeerConfig;
+use shim_protocol::Message;
+use shim_protocol::messages::exec::ExecuteCommand;
+
+use crate::suite::harness::Env;
+use crate::suite::harness::T;
+use crate::suite::harness::error_code;
+use crate::suite::harness::finish;
+use crate::suite::harness::wait_until;
+use crate::suite::harness::with_op;
+
+const SID: &str = "policy-session";
+
+const POLICY: &str = r#"default = "allow"
+
+[[rule]]
+decision = "forbid"
+program = "rm"
+match = ["rm -rf /", "sudo rm x"]
+not_match = ["rmdir x"]
+justification = "deleting is for people"
+
+[[rule]]
+decision = "prompt"
+prefix = ["touch"]
+"#;
+
+fn write_policy(env: &Env, text: &str) -> PathBuf {
+    let p = env.dir.path().join("policy.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn shell(cmd: &str) -> Message {
+    Message::ExecuteCommand(ExecuteCommand {
+        command: Some(cmd.into()),
+        ..ExecuteCommand::default()
+    })
+}
+
+fn socket(env: &Env) -> PathBuf {
+    env.dir.path().join("run/autogpt-shim/control.sock")
+}
+
+/// Runs `autogpt-shim ARGS` to the end.
+async fn cli(env: &Env, args: &[&str]) -> (i32, String, String) {
+    finish(env.command(args).spawn().unwrap(), T).await
+}
+
+/// Waits until `autogpt-shim approvals --json` lists one command; returns its id.
+async fn pending_id(env: &Env) -> u64 {
+    for _ in 0..100 {
+        let (code, out, err) = cli(env, &["approvals", "--json"]).await;
+        assert_eq!(code, 0, "{out}{err}");
+        let list: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+        if let Some(p) = list.first() {
+            return p["id"].as_u64().unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no command waited for approval");
+}
+
+#[tokio::test]
+async fn forbidden_and_prompted_commands_through_the_daemon() {
+    let env = Env::new(PeerConfig::default()).await;
+    let policy = write_policy(&env, POLICY);
+    let mut c = env.legacy_command(SID, &["--enable-shell"]);
+    c.env("AUTOGPT_SHIM_COMMAND_POLICY_FILE", &policy)
+        .env("AUTOGPT_SHIM_APPROVAL_TIMEOUT_SECONDS", "2");
+    let child = c.spawn().unwrap();
+    let conn = std::sync::Arc::new(env.next().await);
+    let victim = env.root.join("victim");
+    std::fs::write(&victim, "x").unwrap();
+
+    // Forbidden, also hidden in a list and a substitution: refused, nothing runs.
+    for cmd in ["rm victim", "true; rm victim", "echo $(rm victim)"] {
+        let r = conn.request(shell(cmd), T).await.unwrap();
+        assert_eq!(error_code(&r.frame.message), "PERMISSION_PENDING", "{cmd}");
+        let Message::Error(e) = &r.frame.message else {
+            unreachable!()
+        };
+        assert!(
+            e.message.contains("deleting is for people"),
+            "{}",
+            e.message
+        );
+        let details = e.details.as_ref().unwrap();
+        assert_eq!(details["permission"], "command_policy");
+        assert!(victim.exists(), "{cmd} ran");
+    }
+    // Allowed by default.
+    let r = conn.request(shell("echo fine"), T).await.unwrap();
+    assert!(matches!(r.frame.message, Message::CommandResult(_)));
+
+    // Prompt, approved with `autogpt-shim approve`: it runs and the peer gets its result.
+    let ask = {
+        let conn = conn.clone();
+        tokio::spawn(async move { conn.request(shell("touch approved"), T).await })
+    };
+    let id = pending_id(&env).await;
+    let (code, out, err) = cli(&env, &["approve", &id.to_string()]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let r = ask.await.unwrap().unwrap();
+    assert!(
+        matches!(r.frame.message, Message::CommandResult(_)),
+        "{:?}",
+        r.frame.message
+    );
+    assert!(env.root.join("approved").exists());
+    // A second answer for the same id is refused with a clear message.
+    let (code, _, err) = cli(&env, &["deny", &id.to_string()]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("already decided"), "{err}");
+    let (code, _, err) = cli(&env, &["approve", "987654"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no command waits for approval 987654"),
+        "{err}"
+    );
+
+    // Denied: refused, and never run later.
+    let ask = {
+        let conn = conn.clone();
+        tokio::spawn(async move { conn.request(shell("touch denied"), T).await })
+    };
+    let id = pending_id(&env).await;
+    let (code, out, err) = cli(&env, &["deny", &id.to_string()]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let r = ask.await.unwrap().unwrap();
+    assert_eq!(error_code(&r.frame.message), "PERMISSION_PENDING");
+
+    // Nobody answers: denied after approval_timeout_seconds (2 s here).
+    let started = std::time::Instant::now();
+    let r = conn.request(shell("touch timed-out"), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "PERMISSION_PENDING");
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!env.root.join("denied").exists());
+    assert!(!env.root.join("timed-out").exists());
+
+    // Every decision is an audit record: what, which rule, who and how long.
+    let records = env.audit_records();
+    let decisions = with_op(&records, "COMMAND_POLICY");
+    let answers: Vec<(&str, &str)> = decisions
+        .iter()
+        .map(|r| {
+            (
+                r["details"]["decision"].as_str().unwrap(),
+                r["details"]["decided_by"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            ("forbid", "policy"),
+            ("forbid", "policy"),
+            ("forbid", "policy"),
+            ("prompt", "cli"),
+            ("prompt", "cli"),
+            ("prompt", "timeout"),
+        ]
+    );
+    assert_eq!(decisions[3]["details"]["answer"], "approved");
+    assert_eq!(decisions[4]["details"]["answer"], "denied");
+    assert_eq!(decisions[5]["details"]["answer"], "timed_out");
+    assert!(decisions[5]["details"]["waited_ms"].as_u64().unwrap() >= 2000);
+    assert_eq!(decisions[0]["details"]["rule_line"], 3);
+    env.stop(child).await;
+    env.verify_audit();
+}
+
+#[tokio::test]
+async fn pause_refuses_new_operations_until_resume() {
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.start_legacy(SID, &["--enable-shell"]);
+    let conn = env.next().await;
+    let (code, out, _) = cli(&env, &["status"]).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Daemon: running"), "{out}");
+
+    let (code, out, err) = cli(&env, &["pause"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (_, out, _) = cli(&env, &["status"]).await;
+    assert!(out.contains("PAUSED"), "{out}");
+    let r = conn.request(shell("touch during-pause"), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "SHIM_OVERLOADED");
+    assert!(!env.root.join("during-pause").exists());
+
+    let (code, _, _) = cli(&env, &["resume"]).await;
+    assert_eq!(code, 0);
+    let r = conn.request(shell("touch after-resume"), T).await.unwrap();
+    assert!(matches!(r.frame.message, Message::CommandResult(_)));
+    assert!(env.root.join("after-resume").exists());
+    env.stop(child).await;
+    // The socket file is gone with the daemon.
+    assert!(!socket(&env).exists());
+    let (code, out, err) = cli(&env, &["approvals"]).await;
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains("no daemon is running"), "{err}");
+}
+
+#[tokio::test]
+async fn a_bad_policy_file_stops_start_with_78_and_the_line() {
+    let env = Env::new(PeerConfig::default()).await;
+    let policy = write_policy(
+        &env,
+        "default = \"allow\"\n\n[[rule]]\ndecision = \"forbid\"\npattern = \"curl (\"\n",
+    );
+    let mut c = env.legacy_command(SID, &["--enable-shell"]);
+    c.env("AUTOGPT_SHIM_COMMAND_POLICY_FILE", &policy);
+    let (code, out, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(err.contains("policy.toml:3: bad pattern"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    env.assert_no_connection(Duration::from_millis(200)).await;
+}
+
+#[tokio::test]
+async fn policy_check_prints_the_decision_and_the_rule() {
+    let env = Env::new(PeerConfig::default()).await;
+    let policy = write_policy(&env, POLICY);
+    let p = policy.to_str().unwrap();
+    let (code, out, err) = cli(
+        &env,
+        &[
+            "policy",
+            "check",
+            "--policy",
+            p,
+            "--command",
+            "ls; rm -rf /",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with("forbid\nrule: line 3: program = \"rm\"\n"),
+        "{out}"
+    );
+    let (code, out, _) = cli(
+        &env,
+        &[
+            "policy", "check", "--json", "--policy", p, "--", "touch", "a b",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["decision"], "prompt");
+    assert_eq!(v["rule_line"], 10);
+    // The configured file is the default.
+    let mut c = env.command(&["policy", "check", "--command", "rm x"]);
+    c.env("AUTOGPT_SHIM_COMMAND_POLICY_FILE", &policy);
+    let (_, out, _) = finish(c.spawn().unwrap(), T).await;
+    assert!(out.starts_with("forbid"), "{out}");
+    // Neither or both of --command and ARGV: usage error.
+    let (code, _, err) = cli(&env, &["policy", "check", "--policy", p]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("hint:"), "{err}");
+    // A bad file: 78 with its line.
+    std::fs::write(&policy, "[[rule]]\ndecision = \"nope\"\nprogram = \"x\"\n").unwrap();
+    let (code, _, err) = cli(&env, &["policy", "check", "--policy", p, "--command", "x"]).await;
+    assert_eq!(code, 78);
+    assert!(err.contains("policy.toml:2"), "{err}");
+}
+
+/// Sends raw bytes on the control socket; returns the reply frame's body.
+fn raw_frame(sock: &std::path::Path, bytes: &[u8]) -> Vec<u8> {
+    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(T)).unwrap();
+    s.write_all(bytes).unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).unwrap();
+    body
+}
+
+#[tokio::test]
+async fn the_control_socket_refuses_bad_frames_and_other_versions_and_keeps_serving() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.start_legacy(SID, &["--enable-shell"]);
+    let conn = env.next().await;
+    let sock = socket(&env);
+    wait_until("the control socket", || sock.exists()).await;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&sock), 0o600);
+    assert_eq!(mode(sock.parent().unwrap()), 0o700);
+
+    use shim_daemon::ipc::Decoded;
+    use shim_daemon::ipc::IpcErrorKind;
+    use shim_daemon::ipc::Response;
+    let error_kind = |body: Vec<u8>| match shim_daemon::ipc::decode::<Response>(&body) {
+        Decoded::Message(Response::Error { kind, message }) => (kind, message),
+        other => panic!("{other:?}"),
+    };
+    // A body that is not a request.
+    let (kind, _) = error_kind(raw_frame(&sock, &[0, 0, 0, 2, 1, 0xee]));
+    assert_eq!(kind, IpcErrorKind::Malformed);
+    // A newer client's frame: a clear answer, not a hang-up.
+    let mut newer = postcard::to_stdvec(&9u16).unwrap();
+    newer.extend([3, 1, 2]);
+    let mut frame = u32::try_from(newer.len()).unwrap().to_be_bytes().to_vec();
+    frame.extend(&newer);
+    let (kind, message) = error_kind(raw_frame(&sock, &frame));
+    assert_eq!(kind, IpcErrorKind::UnsupportedVersion);
+    assert!(message.contains("protocol 1, the client 9"), "{message}");
+    // A huge length: refused without reading it.
+    let (kind, _) = error_kind(raw_frame(&sock, &u32::MAX.to_be_bytes()));
+    assert_eq!(kind, IpcErrorKind::Malformed);
+
+    // Still serving, and a second daemon is refused while the first answers.
+    let (code, out, _) = cli(&env, &["status"]).await;
+    assert_eq!(code, 0, "{out}");
+    let mut second = env.legacy_command("second", &[]);
+    second.env(
+        "AUTOGPT_SHIM_AUDIT_LOG_PATH",
+        env.dir.path().join("second-audit.jsonl"),
+    );
+    let (code, out, err) = finish(second.spawn().unwrap(), T).await;
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(
+        err.contains("another autogpt-shim daemon is running"),
+        "{err}"
+    );
+    let r = conn.request(shell("echo still"), T).await.unwrap();
+    assert!(matches!(r.frame.message, Message::CommandResult(_)));
+    env.stop(child).await;
+
+    // A stale socket file (the daemon was killed) is replaced at the next start.
+    std::os::unix::net::UnixListener::bind(&sock).ok();
+    assert!(sock.exists());
+    let child = env.start_legacy(SID, &[]);
+    let _conn = env.next().await;
+    let (code, out, _) = cli(&env, &["status"]).await;
+    assert_eq!(code, 0, "{out}");
+    env.stop(child).await;
+}

@@ -1,0 +1,186 @@
+//! The commands that steer a running daemon through its local control socket
+//! ([`crate::ipc`]): `approve`, `deny`, `approvals`, `pause`, `resume`, and the live part of
+//! `status`; and `policy check`, which needs no daemon.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::EXIT_CONFIG;
+use crate::error::EXIT_FAIL;
+use crate::error::EXIT_OK;
+use crate::ipc::ClientError;
+use crate::ipc::Request;
+use crate::ipc::Response;
+use crate::ipc::StatusReport;
+use crate::policy::Policy;
+
+/// Exit status when no daemon runs (`status` and the steering commands): 3, as the LSB
+/// `status` convention says for "not running".
+pub const EXIT_NOT_RUNNING: u8 = 3;
+
+/// Sends `r` and maps the answer to printed lines and an exit status.
+fn send(
+    socket: &Path,
+    r: &Request,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Response, u8> {
+    #[cfg(unix)]
+    let answer = crate::ipc::request(socket, r);
+    #[cfg(not(unix))]
+    let answer: Result<Response, ClientError> = Err(ClientError::NotRunning(socket.to_path_buf()));
+    match answer {
+        Ok(Response::Error { kind, message }) => {
+            let _ = writeln!(err, "error: {message} ({kind:?})");
+            Err(EXIT_FAIL)
+        }
+        Ok(resp) => Ok(resp),
+        Err(e @ ClientError::NotRunning(_)) => {
+            let _ = writeln!(err, "error: {e}\nhint: start it with `autogpt-shim start`");
+            let _ = out.flush();
+            Err(EXIT_NOT_RUNNING)
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            Err(EXIT_FAIL)
+        }
+    }
+}
+
+/// `approve ID` / `deny ID`.
+pub fn decide(
+    socket: &Path,
+    id: u64,
+    approve: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    match send(socket, &Request::Decide { id, approve }, out, err) {
+        Ok(_) => {
+            let _ = writeln!(
+                out,
+                "{} command {id}.",
+                if approve { "Approved" } else { "Denied" }
+            );
+            EXIT_OK
+        }
+        Err(code) => code,
+    }
+}
+
+/// `approvals [--json]`: the commands waiting for an answer.
+pub fn list(socket: &Path, json: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match send(socket, &Request::ListApprovals, out, err) {
+        Ok(Response::Approvals(list)) => {
+            if json {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string_pretty(&list).unwrap_or_default()
+                );
+            } else if list.is_empty() {
+                let _ = writeln!(out, "No command is waiting for approval.");
+            } else {
+                for p in list {
+                    let _ = writeln!(
+                        out,
+                        "{}\tsession {}\t{} s left\t{}\n\twhy: {}",
+                        p.id, p.session_id, p.seconds_left, p.command, p.reason
+                    );
+                }
+            }
+            EXIT_OK
+        }
+        Ok(other) => {
+            let _ = writeln!(err, "error: unexpected answer {other:?}");
+            EXIT_FAIL
+        }
+        Err(code) => code,
+    }
+}
+
+/// `pause` / `resume`.
+pub fn pause(socket: &Path, pause: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let r = if pause {
+        Request::Pause
+    } else {
+        Request::Resume
+    };
+    match send(socket, &r, out, err) {
+        Ok(_) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                if pause {
+                    "Paused: new operations are refused until `autogpt-shim resume`."
+                } else {
+                    "Resumed: operations are served again."
+                }
+            );
+            EXIT_OK
+        }
+        Err(code) => code,
+    }
+}
+
+/// The live state for `status`, or `None` when no daemon answers.
+pub fn live_status(socket: &Path) -> Option<StatusReport> {
+    #[cfg(unix)]
+    if let Ok(Response::Status(s)) = crate::ipc::request(socket, &Request::Status) {
+        return Some(s);
+    }
+    let _ = socket;
+    None
+}
+
+/// `policy check [--json] [--policy FILE] (--command STRING | -- ARGV...)`.
+pub fn policy_check(
+    policy_file: Option<&Path>,
+    command: Option<&str>,
+    argv: &[String],
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let policy = match policy_file {
+        Some(p) => match Policy::load(p) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return EXIT_CONFIG;
+            }
+        },
+        None => Policy::allow_all(),
+    };
+    let verdict = match (command, argv.is_empty()) {
+        (Some(c), true) => policy.check_command(c),
+        (None, false) => policy.check_argv(argv),
+        _ => {
+            let _ = writeln!(
+                err,
+                "error: give either --command \"STRING\" or -- ARGV...\nhint: autogpt-shim policy check --command \"git push\""
+            );
+            return crate::error::EXIT_USAGE;
+        }
+    };
+    if json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&verdict).unwrap_or_default()
+        );
+    } else {
+        let _ = writeln!(out, "{}", verdict.decision);
+        if let (Some(r), Some(l)) = (&verdict.rule, verdict.rule_line) {
+            let _ = writeln!(out, "rule: line {l}: {r}");
+        }
+        if let Some(j) = &verdict.justification {
+            let _ = writeln!(out, "justification: {j}");
+        }
+        let _ = writeln!(out, "reason: {}", verdict.reason);
+        if policy.path.is_none() {
+            let _ = writeln!(out, "(no command_policy_file: every command is allowed)");
+        }
+    }
+    EXIT_OK
+}
