@@ -154,6 +154,8 @@ pub enum Command {
     Pause,
     /// Serve operations again after `pause`.
     Resume,
+    /// End every running command and its whole process tree now.
+    Kill,
     /// The command policy (`command_policy_file`).
     #[command(subcommand)]
     Policy(PolicyCommand),

@@ -39,6 +39,8 @@ pub enum Request {
     Pause,
     /// Serve operations again.
     Resume,
+    /// End every running command and its whole process tree now.
+    Kill,
 }
 
 /// The daemon's answer.
@@ -50,6 +52,8 @@ pub enum Response {
     Approvals(Vec<PendingApproval>),
     /// The request was carried out.
     Done,
+    /// For `Kill`: how many commands were running.
+    Killed(u32),
     /// It was not.
     Error {
         /// What kind of failure.

@@ -170,6 +170,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Resume => {
             commands::local::pause(&socket(), false, &mut std::io::stdout(), &mut stderr)
         }
+        Command::Kill => commands::local::kill(&socket(), &mut std::io::stdout(), &mut stderr),
         Command::Policy(cli::PolicyCommand::Check {
             json,
             policy,

@@ -15,6 +15,8 @@ use crate::suite::harness::Env;
 use crate::suite::harness::T;
 use crate::suite::harness::error_code;
 use crate::suite::harness::finish;
+use crate::suite::harness::pgrep;
+use crate::suite::harness::start_marked_command;
 use crate::suite::harness::wait_until;
 use crate::suite::harness::with_op;
 
@@ -199,6 +201,11 @@ async fn pause_refuses_new_operations_until_resume() {
 
     let (code, _, _) = cli(&env, &["resume"]).await;
     assert_eq!(code, 0);
+    let actions: Vec<String> = with_op(&env.audit_records(), "LOCAL_CONTROL")
+        .iter()
+        .map(|r| r["details"]["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(actions, ["pause", "resume"]);
     let r = conn.request(shell("touch after-resume"), T).await.unwrap();
     assert!(matches!(r.frame.message, Message::CommandResult(_)));
     assert!(env.root.join("after-resume").exists());
@@ -208,6 +215,53 @@ async fn pause_refuses_new_operations_until_resume() {
     let (code, out, err) = cli(&env, &["approvals"]).await;
     assert_eq!(code, 3, "{out}{err}");
     assert!(err.contains("no daemon is running"), "{err}");
+}
+
+#[tokio::test]
+async fn kill_ends_every_running_command_and_its_children() {
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.start_legacy(SID, &["--enable-shell"]);
+    let conn = std::sync::Arc::new(env.next().await);
+    // A command with a child of its own, and a second command.
+    let marker = "kill-switch-marker-4f2a";
+    let tree = {
+        let conn = conn.clone();
+        let cmd = format!("sleep 3171 & sleep 3172; echo {marker}");
+        tokio::spawn(async move { conn.request(shell(&cmd), T).await })
+    };
+    let other = start_marked_command(&conn, "kill-switch-other-9c1d").await;
+    wait_until("both run", || pgrep("sleep 3172") && pgrep("sleep 3171")).await;
+    let started = std::time::Instant::now();
+    let (code, out, err) = cli(&env, &["kill"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Ended 2 running command(s)"), "{out}");
+    let r = tree.await.unwrap().unwrap();
+    match &r.frame.message {
+        Message::CommandResult(c) => {
+            assert_eq!(c.exit_code, -9);
+            assert!(
+                c.stderr.contains("the local user ended this command"),
+                "{c:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+    other.await.unwrap();
+    wait_until("no process is left", || {
+        !pgrep("sleep 3171") && !pgrep("sleep 3172") && !pgrep("kill-switch-other-9c1d")
+    })
+    .await;
+    // The daemon goes on serving.
+    let r = conn.request(shell("echo after"), T).await.unwrap();
+    assert!(matches!(r.frame.message, Message::CommandResult(_)));
+    env.stop(child).await;
+    let records = env.audit_records();
+    let local = with_op(&records, "LOCAL_CONTROL");
+    assert_eq!(local.len(), 1);
+    assert_eq!(local[0]["details"]["action"], "kill");
+    assert_eq!(with_op(&records, "COMMAND_KILLED").len(), 2);
+    env.verify_audit();
 }
 
 #[tokio::test]

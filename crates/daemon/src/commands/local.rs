@@ -1,5 +1,5 @@
 //! The commands that steer a running daemon through its local control socket
-//! ([`crate::ipc`]): `approve`, `deny`, `approvals`, `pause`, `resume`, and the live part of
+//! ([`crate::ipc`]): `approve`, `deny`, `approvals`, `pause`, `resume`, `kill`, the live part of
 //! `status`; and `policy check`, which needs no daemon.
 
 use std::io::Write;
@@ -118,6 +118,21 @@ pub fn pause(socket: &Path, pause: bool, out: &mut dyn Write, err: &mut dyn Writ
                 }
             );
             EXIT_OK
+        }
+        Err(code) => code,
+    }
+}
+
+/// `kill`: ends every running command now.
+pub fn kill(socket: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match send(socket, &Request::Kill, out, err) {
+        Ok(Response::Killed(n)) => {
+            let _ = writeln!(out, "Ended {n} running command(s) and their processes.");
+            EXIT_OK
+        }
+        Ok(other) => {
+            let _ = writeln!(err, "error: unexpected answer {other:?}");
+            EXIT_FAIL
         }
         Err(code) => code,
     }

@@ -606,6 +606,7 @@ impl Runtime {
                     policy: self.machine.policy.clone(),
                     approvals: self.machine.approvals.clone(),
                     session_id: session_id.clone(),
+                    kill: self.machine.kill.subscribe(),
                 })
             }
             _ => None,

@@ -63,6 +63,8 @@ pub(crate) struct DataPlane {
     pub(crate) approvals: Arc<Approvals>,
     /// The chat's session (shown with a waiting command).
     pub(crate) session_id: String,
+    /// Changes when the local user ends every running command (`autogpt-shim kill`).
+    pub(crate) kill: tokio::sync::watch::Receiver<u64>,
 }
 
 fn error(code: ErrorCode, message: impl Into<String>) -> Message {
@@ -453,7 +455,36 @@ impl DataPlane {
             details: Some(details.clone()),
             started,
         };
-        let result = prepared.run().await;
+        let mut kill = self.kill.clone();
+        kill.mark_unchanged();
+        let result = tokio::select! {
+            r = prepared.run() => r,
+            // Dropping the run future kills the process tree; the guard audits it as
+            // cancelled, and the platform is told the local user ended it.
+            _ = kill.changed() => {
+                drop(guard);
+                let ms = millis(started);
+                self.audit
+                    .op(
+                        "COMMAND_KILLED",
+                        Some(id),
+                        Map::new().with("decided_by", "cli"),
+                        AuditResult {
+                            duration_ms: ms,
+                            ..AuditResult::default()
+                        },
+                    )
+                    .await?;
+                return Ok(Message::CommandResult(CommandResult {
+                    stdout: String::new(),
+                    stderr: "[the local user ended this command]\n".to_owned(),
+                    exit_code: -9,
+                    timed_out: false,
+                    duration_seconds: ms as f64 / 1000.0,
+                    output_truncated: false,
+                }));
+            }
+        };
         guard.details = None;
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.write_exec_event(

@@ -14,6 +14,9 @@ use tokio::net::UnixListener;
 use tokio::net::UnixStream;
 use tokio_util::sync::CancellationToken;
 
+use shim_audit::AuditResult;
+use shim_audit::Map;
+
 use crate::error::DaemonError;
 use crate::ipc;
 use crate::ipc::Decoded;
@@ -142,7 +145,11 @@ async fn client(mut s: UnixStream, machine: Arc<Machine>) {
             return;
         }
         let response = match ipc::decode::<Request>(&body) {
-            Decoded::Message(r) => handle(&machine, r),
+            Decoded::Message(r) => match handle(&machine, r).await {
+                Some(r) => r,
+                // The audit log failed: the daemon is stopping; answer nothing more.
+                None => return,
+            },
             Decoded::OtherVersion(v) => error(
                 IpcErrorKind::UnsupportedVersion,
                 format!(
@@ -169,8 +176,23 @@ async fn reply(s: &mut UnixStream, r: &Response) -> std::io::Result<()> {
     s.write_all(&body).await
 }
 
-fn handle(machine: &Machine, r: Request) -> Response {
-    match r {
+/// Writes the record of a local action (pause, resume, kill); `false` if the audit log
+/// failed.
+async fn audited(machine: &Machine, action: &str, details: Map) -> bool {
+    machine
+        .audit
+        .op(
+            "LOCAL_CONTROL",
+            None,
+            details.with("action", action).with("decided_by", "cli"),
+            AuditResult::default(),
+        )
+        .await
+        .is_ok()
+}
+
+async fn handle(machine: &Machine, r: Request) -> Option<Response> {
+    Some(match r {
         Request::Status => Response::Status(StatusReport {
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -196,14 +218,35 @@ fn handle(machine: &Machine, r: Request) -> Response {
             ),
         },
         Request::Pause => {
+            if !audited(machine, "pause", Map::new()).await {
+                return None;
+            }
             machine.paused.store(true, Ordering::SeqCst);
             tracing::warn!("paused by the local user: new operations are refused");
             Response::Done
         }
         Request::Resume => {
+            if !audited(machine, "resume", Map::new()).await {
+                return None;
+            }
             machine.paused.store(false, Ordering::SeqCst);
             tracing::warn!("resumed by the local user");
             Response::Done
         }
-    }
+        Request::Kill => {
+            let running = u32::try_from(machine.limiter.running()).unwrap_or(u32::MAX);
+            if !audited(
+                machine,
+                "kill",
+                Map::new().with("running", u64::from(running)),
+            )
+            .await
+            {
+                return None;
+            }
+            machine.kill.send_modify(|g| *g += 1);
+            tracing::warn!(running, "the local user ended every running command");
+            Response::Killed(running)
+        }
+    })
 }

@@ -183,4 +183,6 @@ pub(crate) struct Machine {
     pub(crate) approvals: Arc<crate::runtime::approvals::Approvals>,
     /// Set by `autogpt-shim pause`: new operations are refused until `resume`.
     pub(crate) paused: std::sync::atomic::AtomicBool,
+    /// Bumped by `autogpt-shim kill`: every command running then is ended with its tree.
+    pub(crate) kill: tokio::sync::watch::Sender<u64>,
 }

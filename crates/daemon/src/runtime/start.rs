@@ -254,6 +254,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         policy: Arc::new(policy),
         approvals: Arc::new(Approvals::new(settings.approval_timeout)),
         paused: std::sync::atomic::AtomicBool::new(false),
+        kill: tokio::sync::watch::Sender::new(0),
     });
     let ipc_stop = CancellationToken::new();
     #[cfg(unix)]
