@@ -68,6 +68,16 @@ const WINDOWS_CHECK_PACKAGES: &[&str] = &[
 /// which a Debian machine does not have).
 const MACOS_CHECK_PACKAGES: &[&str] = &["shim-protocol", "shim-jail", "shim-exec", "shim-cu"];
 
+/// The library crates published for other Rust executors (issue 18): documented with
+/// `cargo doc -D warnings`, built alone, published together, API-checked against a baseline.
+const LIBRARY_CRATES: &[&str] = &[
+    "shim-protocol",
+    "shim-jail",
+    "shim-audit",
+    "shim-exec",
+    "shim-auth",
+];
+
 /// Targets `check-targets` checks: (target, Debian package of its C cross-compiler or "",
 /// packages to check).
 const CROSS_TARGETS: &[(&str, &str, &[&str])] = &[
@@ -301,8 +311,24 @@ fn ci(root: &Path) -> Result<()> {
         check(status, "cargo fuzz check")
     })?;
     step("demo", demo)?;
+    step("library docs", library_docs)?;
     println!("xtask: all checks passed");
     Ok(())
+}
+
+/// `cargo doc` of [`LIBRARY_CRATES`] with every rustdoc warning (broken links, bad HTML,
+/// missing docs) an error. Their doctests run in `cargo test --workspace`.
+fn library_docs() -> Result<()> {
+    let mut args = vec!["doc", "--no-deps"];
+    for p in LIBRARY_CRATES {
+        args.extend(["-p", p]);
+    }
+    let status = Command::new(cargo_bin())
+        .args(&args)
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .status()
+        .context("cannot run cargo doc")?;
+    check(status, "cargo doc (library crates, -D warnings)")
 }
 
 /// `cargo check` of [`CROSS_TARGETS`]. A target rustup cannot add, or whose C
