@@ -312,6 +312,8 @@ fn ci(root: &Path) -> Result<()> {
     })?;
     step("demo", demo)?;
     step("library docs", library_docs)?;
+    step("library crates build alone", library_build_alone)?;
+    step("library crates publish (dry run)", library_publish_dry_run)?;
     println!("xtask: all checks passed");
     Ok(())
 }
@@ -329,6 +331,28 @@ fn library_docs() -> Result<()> {
         .status()
         .context("cannot run cargo doc")?;
     check(status, "cargo doc (library crates, -D warnings)")
+}
+
+/// `cargo build -p NAME` of each of [`LIBRARY_CRATES`] on its own, with its default features
+/// and with none: no crate may lean on a feature another workspace member turns on.
+fn library_build_alone() -> Result<()> {
+    for p in LIBRARY_CRATES {
+        cargo(&["build", "-p", p])?;
+        cargo(&["build", "-p", p, "--no-default-features"])?;
+    }
+    Ok(())
+}
+
+/// `cargo publish --dry-run` of [`LIBRARY_CRATES`] together (cargo's multi-package publish):
+/// each is packaged and its package built against the others' packages, as crates.io would.
+/// Needs the crates.io index (the registry is reachable from CI).
+fn library_publish_dry_run() -> Result<()> {
+    // --allow-dirty: a developer's uncommitted edits are checked too; CI's clone is clean.
+    let mut args = vec!["publish", "--dry-run", "--allow-dirty"];
+    for p in LIBRARY_CRATES {
+        args.extend(["-p", p]);
+    }
+    cargo(&args)
 }
 
 /// `cargo check` of [`CROSS_TARGETS`]. A target rustup cannot add, or whose C
