@@ -126,6 +126,12 @@ enum Cmd {
         #[arg(long)]
         check: bool,
     },
+    /// The checks of the published library crates that `ci` runs (issue 18): metadata and
+    /// MSRV, docs, build alone, publish dry run, API baseline.
+    Library {
+        /// Only this check: metadata, docs, alone, publish, api.
+        only: Option<String>,
+    },
     /// Run a benchmark that prints figures.
     Bench {
         /// Which: audit, e2e, cu.
@@ -159,6 +165,7 @@ fn run(cmd: Cmd) -> Result<()> {
         }
         Cmd::Ci => ci(&root),
         Cmd::CheckTargets => check_targets(),
+        Cmd::Library { only } => library(&root, only.as_deref()),
         Cmd::Codegen { check } => codegen::codegen(&root, check),
         Cmd::Fuzz { target, time } => {
             ensure_cargo_tool("fuzz", "cargo-fuzz")?;
@@ -311,10 +318,111 @@ fn ci(root: &Path) -> Result<()> {
         check(status, "cargo fuzz check")
     })?;
     step("demo", demo)?;
+    step("library crates: metadata and MSRV", || {
+        library_metadata(root)
+    })?;
     step("library docs", library_docs)?;
     step("library crates build alone", library_build_alone)?;
     step("library crates publish (dry run)", library_publish_dry_run)?;
     println!("xtask: all checks passed");
+    Ok(())
+}
+
+/// `cargo xtask library [CHECK]`: the library crate checks of [`ci`], all or one.
+fn library(root: &Path, only: Option<&str>) -> Result<()> {
+    let known = ["metadata", "docs", "alone", "publish"];
+    if let Some(o) = only
+        && !known.contains(&o)
+    {
+        bail!("unknown library check {o:?}; known: {known:?}");
+    }
+    let wanted = |name: &str| only.is_none_or(|o| o == name);
+    if wanted("metadata") {
+        step("library crates: metadata and MSRV", || {
+            library_metadata(root)
+        })?;
+    }
+    if wanted("docs") {
+        step("library docs", library_docs)?;
+    }
+    if wanted("alone") {
+        step("library crates build alone", library_build_alone)?;
+    }
+    if wanted("publish") {
+        step("library crates publish (dry run)", library_publish_dry_run)?;
+    }
+    Ok(())
+}
+
+/// Package metadata of the workspace: exactly [`LIBRARY_CRATES`] are publishable, each with
+/// the fields crates.io shows, and each declares as `rust-version` (MSRV) the toolchain that
+/// rust-toolchain.toml pins, which is the one every CI step builds and tests with (so the
+/// MSRV is what CI tests; bumping the pin means bumping `rust-version`).
+fn library_metadata(root: &Path) -> Result<()> {
+    let toolchain = std::fs::read_to_string(root.join("rust-toolchain.toml"))
+        .context("cannot read rust-toolchain.toml")?;
+    let pinned = toolchain
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == "channel").then(|| v.trim().trim_matches('"').to_owned())
+        })
+        .context("rust-toolchain.toml has no channel")?;
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(&rustc)
+        .arg("--version")
+        .output()
+        .with_context(|| format!("cannot run {rustc} --version"))?;
+    let active = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !active.starts_with(&format!("rustc {pinned} ")) {
+        bail!("the active toolchain is {active:?}, not the pinned {pinned}");
+    }
+    let out = Command::new(cargo_bin())
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .output()
+        .context("cannot run cargo metadata")?;
+    check(out.status, "cargo metadata")?;
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("cargo metadata printed invalid JSON")?;
+    let packages = meta["packages"]
+        .as_array()
+        .context("cargo metadata has no packages")?;
+    let mut problems = Vec::new();
+    for p in packages {
+        let name = p["name"].as_str().unwrap_or("?");
+        let library = LIBRARY_CRATES.contains(&name);
+        // `publish = false` is an empty registry list; absent (null) means crates.io.
+        let publishable = p["publish"].is_null();
+        if publishable != library {
+            problems.push(format!(
+                "{name}: publish must be {} (only {LIBRARY_CRATES:?} are published)",
+                if library { "allowed" } else { "false" }
+            ));
+        }
+        if !library {
+            continue;
+        }
+        for field in ["description", "license", "repository", "readme"] {
+            if p[field].as_str().is_none_or(str::is_empty) {
+                problems.push(format!("{name}: `{field}` is missing"));
+            }
+        }
+        for field in ["keywords", "categories"] {
+            if p[field].as_array().is_none_or(Vec::is_empty) {
+                problems.push(format!("{name}: `{field}` is missing"));
+            }
+        }
+        match p["rust_version"].as_str() {
+            Some(msrv) if pinned == msrv || pinned.starts_with(&format!("{msrv}.")) => {}
+            other => problems.push(format!(
+                "{name}: rust-version is {other:?}, but CI tests with the pinned {pinned}"
+            )),
+        }
+    }
+    if !problems.is_empty() {
+        bail!("library crate metadata:\n  {}", problems.join("\n  "));
+    }
+    println!("xtask: library crates publishable, MSRV {pinned} = the pinned toolchain");
     Ok(())
 }
 
