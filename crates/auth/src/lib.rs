@@ -104,6 +104,22 @@ pub use select::open_store_from_env;
 pub const SERVICE: &str = "autogpt-local-executor";
 
 /// One credential backend. Implementations never log or display secret values.
+///
+/// ```
+/// use shim_auth::CredentialStore;
+/// use shim_auth::MemoryStore;
+/// use shim_auth::Secret;
+///
+/// fn remember(store: &dyn CredentialStore, token: &str) -> Result<(), shim_auth::CredentialError> {
+///     store.set("my-token", &Secret::new(token))
+/// }
+/// let store = MemoryStore::new();
+/// remember(&store, "t0k3n")?;
+/// let got = store.get("my-token")?;
+/// assert_eq!(got.as_ref().map(Secret::expose), Some("t0k3n"));
+/// assert!(!format!("{got:?}").contains("t0k3n")); // Debug never shows a secret
+/// # Ok::<(), shim_auth::CredentialError>(())
+/// ```
 pub trait CredentialStore: Send + Sync {
     /// Which backend this is.
     fn backend(&self) -> Backend;
