@@ -67,7 +67,8 @@
 //! * [`cli`]: the `audit` commands (5.3.7, 5.3.8) shared by the `shim-audit` and
 //!   `autogpt-shim` binaries; an embedder that has its own CLI does not need it.
 //! * [`files`], [`parse`]: log file naming and the strict line parser.
-//! * [`testing`]: building large valid logs quickly, for benchmarks and tests only.
+//! * `testing` (hidden, not part of the API): building large valid logs quickly, for this
+//!   crate's benchmarks, tests and fuzz targets.
 //!
 //! # Feature flags
 //!
@@ -91,6 +92,8 @@ pub mod files;
 mod key;
 pub mod parse;
 mod record;
+// Benchmarks, tests and fuzz targets only; hidden so it is not part of the stable API.
+#[doc(hidden)]
 pub mod testing;
 mod value;
 mod verify;
@@ -125,3 +128,12 @@ pub use writer::RotateReason;
 pub use writer::SessionAudit;
 pub use writer::WriterConfig;
 pub use writer::WriterStats;
+
+/// The JSON crate of [`Value::from_json`], re-exported so callers use the same version.
+pub use serde_json;
+/// The wire error codes [`AuditResult::failed`] takes, re-exported so callers need not
+/// depend on shim-protocol to name them.
+pub use shim_protocol::ErrorCode;
+/// The zeroising wrapper [`AuditKey::to_hex`] returns, re-exported so callers need not
+/// depend on zeroize to name it.
+pub use zeroize::Zeroizing;

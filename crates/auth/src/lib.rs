@@ -100,6 +100,13 @@ pub use select::fallback_dir;
 pub use select::open_store;
 pub use select::open_store_from_env;
 
+/// The wire error codes [`CredentialError::code`] returns, re-exported so callers need not
+/// depend on shim-protocol to name them.
+pub use shim_protocol::ErrorCode;
+/// The URL type of the OAuth endpoints ([`oauth`]), re-exported so callers need not depend
+/// on url to name it.
+pub use url::Url;
+
 /// The service name of every item (3.8).
 pub const SERVICE: &str = "autogpt-local-executor";
 

@@ -49,7 +49,7 @@
 //! // Here the cwd is always our folder; an executor asks shim-jail instead.
 //! let resolve_cwd = |_cwd: Option<&str>| -> Result<WorkDir, CwdError> {
 //!     let dir = shim_exec::Dir::open_ambient_dir(folder.path(), cap_std::ambient_authority())
-//!         .map_err(|e| CwdError::new(shim_protocol::ErrorCode::PathNotFound, e.to_string()))?;
+//!         .map_err(|e| CwdError::new(shim_exec::ErrorCode::PathNotFound, e.to_string()))?;
 //!     WorkDir::new(dir, folder.path().display().to_string())
 //!         .map_err(|e| CwdError::new(e.code(), e.to_string()))
 //! };
@@ -155,6 +155,10 @@ pub use spec::Program;
 pub use spec::Shell;
 pub use spec::Timeout;
 pub use spec::WireEnv;
+
+/// The wire error codes [`ExecError::code`] returns and [`CwdError::new`] takes,
+/// re-exported so callers need not depend on shim-protocol to name them.
+pub use shim_protocol::ErrorCode;
 
 /// The directory handle [`WorkDir::new`] takes (cap-std; the same type `shim-jail`'s
 /// `JailRoot::open_dir` returns), re-exported so callers need not depend on cap-std.

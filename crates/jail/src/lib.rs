@@ -121,3 +121,6 @@ pub use cap_std::ambient_authority;
 /// The directory handle [`JailRoot::open_dir`] returns (cap-std), re-exported so callers
 /// need not depend on cap-std to name it.
 pub use cap_std::fs::Dir;
+/// The wire error codes [`JailError::code`] returns, re-exported so callers need not depend
+/// on shim-protocol to match on them.
+pub use shim_protocol::ErrorCode;
