@@ -78,6 +78,13 @@ const LIBRARY_CRATES: &[&str] = &[
     "shim-auth",
 ];
 
+/// The commit whose public API of [`LIBRARY_CRATES`] their current versions must stay
+/// compatible with (cargo-semver-checks baseline; no registry needed). A breaking change
+/// fails `cargo xtask ci` until the versions are bumped (0.2 -> 0.3: `version` in the root
+/// Cargo.toml's `[workspace.package]` and on the five `[workspace.dependencies]`). After a
+/// release, move this to the released commit.
+const API_BASELINE_REV: &str = "42ff0e87d9411aebcb4887ab993eda2f53898a98";
+
 /// Targets `check-targets` checks: (target, Debian package of its C cross-compiler or "",
 /// packages to check).
 const CROSS_TARGETS: &[(&str, &str, &[&str])] = &[
@@ -244,6 +251,8 @@ fn setup() -> Result<()> {
     ensure_packages(&all)?;
     ensure_cargo_tool("deny", "cargo-deny")?;
     ensure_cargo_tool("fuzz", "cargo-fuzz")?;
+    // The library API baseline check (`cargo xtask library api`).
+    ensure_cargo_tool("semver-checks", "cargo-semver-checks")?;
     oidc_provider()?;
     Ok(())
 }
@@ -330,7 +339,7 @@ fn ci(root: &Path) -> Result<()> {
 
 /// `cargo xtask library [CHECK]`: the library crate checks of [`ci`], all or one.
 fn library(root: &Path, only: Option<&str>) -> Result<()> {
-    let known = ["metadata", "docs", "alone", "publish"];
+    let known = ["metadata", "docs", "alone", "publish", "api"];
     if let Some(o) = only
         && !known.contains(&o)
     {
@@ -350,6 +359,12 @@ fn library(root: &Path, only: Option<&str>) -> Result<()> {
     }
     if wanted("publish") {
         step("library crates publish (dry run)", library_publish_dry_run)?;
+    }
+    if wanted("api") {
+        step("library API against the baseline", library_api)?;
+        step("library API check catches a removed item", || {
+            library_api_self_test(root)
+        })?;
     }
     Ok(())
 }
@@ -461,6 +476,76 @@ fn library_publish_dry_run() -> Result<()> {
         args.extend(["-p", p]);
     }
     cargo(&args)
+}
+
+/// The `cargo semver-checks` command line for `packages` (default features only: the
+/// optional features are for tests, fuzzing and codegen, not a stable API).
+fn semver_checks(packages: &[&str]) -> Command {
+    let mut cmd = Command::new(cargo_bin());
+    cmd.args(["semver-checks", "check-release", "--default-features"]);
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    cmd
+}
+
+/// `cargo semver-checks` of [`LIBRARY_CRATES`] against [`API_BASELINE_REV`].
+fn library_api() -> Result<()> {
+    let status = semver_checks(LIBRARY_CRATES)
+        .args(["--baseline-rev", API_BASELINE_REV])
+        .status()
+        .context("cannot run cargo semver-checks (cargo xtask setup installs it)")?;
+    check(
+        status,
+        "cargo semver-checks: a breaking change needs a version bump",
+    )
+}
+
+/// The check of the check: a copy of HEAD with one public item of shim-jail removed must
+/// fail `cargo semver-checks` against the working tree, naming that item.
+fn library_api_self_test(root: &Path) -> Result<()> {
+    let copy = root.join("target").join("api-self-test");
+    if copy.exists() {
+        std::fs::remove_dir_all(&copy).context("cannot clear target/api-self-test")?;
+    }
+    std::fs::create_dir_all(&copy)?;
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg("git archive --format=tar HEAD | tar -x -C \"$0\"")
+        .arg(&copy)
+        .status()
+        .context("cannot run git archive")?;
+    check(status, "git archive HEAD | tar -x")?;
+    let lib = copy.join("crates/jail/src/lib.rs");
+    let text = std::fs::read_to_string(&lib)?;
+    let removed = "pub use mime::mime_for_name;";
+    if !text.contains(removed) {
+        bail!("shim-jail no longer has `{removed}`: pick another public item for this test");
+    }
+    std::fs::write(&lib, text.replace(removed, "use mime::mime_for_name as _;"))?;
+    let out = semver_checks(&["shim-jail"])
+        .arg("--manifest-path")
+        .arg(copy.join("Cargo.toml"))
+        .arg("--baseline-root")
+        .arg(root)
+        // Share the dependency builds with the workspace.
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .output()
+        .context("cannot run cargo semver-checks")?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        bail!("cargo semver-checks accepted the removal of shim_jail::mime_for_name:\n{text}");
+    }
+    if !text.contains("mime_for_name") {
+        bail!("cargo semver-checks failed, but not on the removed mime_for_name:\n{text}");
+    }
+    println!("xtask: removing shim_jail::mime_for_name fails the API check, as it must");
+    let _ = std::fs::remove_dir_all(&copy);
+    Ok(())
 }
 
 /// `cargo check` of [`CROSS_TARGETS`]. A target rustup cannot add, or whose C

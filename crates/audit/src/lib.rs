@@ -67,8 +67,8 @@
 //! * [`cli`]: the `audit` commands (5.3.7, 5.3.8) shared by the `shim-audit` and
 //!   `autogpt-shim` binaries; an embedder that has its own CLI does not need it.
 //! * [`files`], [`parse`]: log file naming and the strict line parser.
-//! * `testing` (hidden, not part of the API): building large valid logs quickly, for this
-//!   crate's benchmarks, tests and fuzz targets.
+//! * [`testing`]: building large valid logs quickly, for benchmarks, tests and fuzz
+//!   targets only (public for the fuzz targets; not meant for embedders).
 //!
 //! # Feature flags
 //!
@@ -92,8 +92,6 @@ pub mod files;
 mod key;
 pub mod parse;
 mod record;
-// Benchmarks, tests and fuzz targets only; hidden so it is not part of the stable API.
-#[doc(hidden)]
 pub mod testing;
 mod value;
 mod verify;
