@@ -68,6 +68,23 @@ const WINDOWS_CHECK_PACKAGES: &[&str] = &[
 /// which a Debian machine does not have).
 const MACOS_CHECK_PACKAGES: &[&str] = &["shim-protocol", "shim-jail", "shim-exec", "shim-cu"];
 
+/// The library crates published for other Rust executors (issue 18): documented with
+/// `cargo doc -D warnings`, built alone, published together, API-checked against a baseline.
+const LIBRARY_CRATES: &[&str] = &[
+    "shim-protocol",
+    "shim-jail",
+    "shim-audit",
+    "shim-exec",
+    "shim-auth",
+];
+
+/// The commit whose public API of [`LIBRARY_CRATES`] their current versions must stay
+/// compatible with (cargo-semver-checks baseline; no registry needed). A breaking change
+/// fails `cargo xtask ci` until the versions are bumped (0.2 -> 0.3: `version` in the root
+/// Cargo.toml's `[workspace.package]` and on the five `[workspace.dependencies]`). After a
+/// release, move this to the released commit.
+const API_BASELINE_REV: &str = "42ff0e87d9411aebcb4887ab993eda2f53898a98";
+
 /// Targets `check-targets` checks: (target, Debian package of its C cross-compiler or "",
 /// packages to check).
 const CROSS_TARGETS: &[(&str, &str, &[&str])] = &[
@@ -116,6 +133,12 @@ enum Cmd {
         #[arg(long)]
         check: bool,
     },
+    /// The checks of the published library crates that `ci` runs (issue 18): metadata and
+    /// MSRV, docs, build alone, publish dry run, API baseline.
+    Library {
+        /// Only this check: metadata, docs, alone, publish, api.
+        only: Option<String>,
+    },
     /// Run a benchmark that prints figures.
     Bench {
         /// Which: audit, e2e, cu.
@@ -149,6 +172,7 @@ fn run(cmd: Cmd) -> Result<()> {
         }
         Cmd::Ci => ci(&root),
         Cmd::CheckTargets => check_targets(),
+        Cmd::Library { only } => library(&root, only.as_deref()),
         Cmd::Codegen { check } => codegen::codegen(&root, check),
         Cmd::Fuzz { target, time } => {
             ensure_cargo_tool("fuzz", "cargo-fuzz")?;
@@ -227,6 +251,8 @@ fn setup() -> Result<()> {
     ensure_packages(&all)?;
     ensure_cargo_tool("deny", "cargo-deny")?;
     ensure_cargo_tool("fuzz", "cargo-fuzz")?;
+    // The library API baseline check (`cargo xtask library api`).
+    ensure_cargo_tool("semver-checks", "cargo-semver-checks")?;
     oidc_provider()?;
     Ok(())
 }
@@ -301,7 +327,224 @@ fn ci(root: &Path) -> Result<()> {
         check(status, "cargo fuzz check")
     })?;
     step("demo", demo)?;
+    step("library crates: metadata and MSRV", || {
+        library_metadata(root)
+    })?;
+    step("library docs", library_docs)?;
+    step("library crates build alone", library_build_alone)?;
+    step("library crates publish (dry run)", library_publish_dry_run)?;
     println!("xtask: all checks passed");
+    Ok(())
+}
+
+/// `cargo xtask library [CHECK]`: the library crate checks of [`ci`], all or one.
+fn library(root: &Path, only: Option<&str>) -> Result<()> {
+    let known = ["metadata", "docs", "alone", "publish", "api"];
+    if let Some(o) = only
+        && !known.contains(&o)
+    {
+        bail!("unknown library check {o:?}; known: {known:?}");
+    }
+    let wanted = |name: &str| only.is_none_or(|o| o == name);
+    if wanted("metadata") {
+        step("library crates: metadata and MSRV", || {
+            library_metadata(root)
+        })?;
+    }
+    if wanted("docs") {
+        step("library docs", library_docs)?;
+    }
+    if wanted("alone") {
+        step("library crates build alone", library_build_alone)?;
+    }
+    if wanted("publish") {
+        step("library crates publish (dry run)", library_publish_dry_run)?;
+    }
+    if wanted("api") {
+        step("library API against the baseline", library_api)?;
+        step("library API check catches a removed item", || {
+            library_api_self_test(root)
+        })?;
+    }
+    Ok(())
+}
+
+/// Package metadata of the workspace: exactly [`LIBRARY_CRATES`] are publishable, each with
+/// the fields crates.io shows, and each declares as `rust-version` (MSRV) the toolchain that
+/// rust-toolchain.toml pins, which is the one every CI step builds and tests with (so the
+/// MSRV is what CI tests; bumping the pin means bumping `rust-version`).
+fn library_metadata(root: &Path) -> Result<()> {
+    let toolchain = std::fs::read_to_string(root.join("rust-toolchain.toml"))
+        .context("cannot read rust-toolchain.toml")?;
+    let pinned = toolchain
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == "channel").then(|| v.trim().trim_matches('"').to_owned())
+        })
+        .context("rust-toolchain.toml has no channel")?;
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(&rustc)
+        .arg("--version")
+        .output()
+        .with_context(|| format!("cannot run {rustc} --version"))?;
+    let active = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !active.starts_with(&format!("rustc {pinned} ")) {
+        bail!("the active toolchain is {active:?}, not the pinned {pinned}");
+    }
+    let out = Command::new(cargo_bin())
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .output()
+        .context("cannot run cargo metadata")?;
+    check(out.status, "cargo metadata")?;
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("cargo metadata printed invalid JSON")?;
+    let packages = meta["packages"]
+        .as_array()
+        .context("cargo metadata has no packages")?;
+    let mut problems = Vec::new();
+    for p in packages {
+        let name = p["name"].as_str().unwrap_or("?");
+        let library = LIBRARY_CRATES.contains(&name);
+        // `publish = false` is an empty registry list; absent (null) means crates.io.
+        let publishable = p["publish"].is_null();
+        if publishable != library {
+            problems.push(format!(
+                "{name}: publish must be {} (only {LIBRARY_CRATES:?} are published)",
+                if library { "allowed" } else { "false" }
+            ));
+        }
+        if !library {
+            continue;
+        }
+        for field in ["description", "license", "repository", "readme"] {
+            if p[field].as_str().is_none_or(str::is_empty) {
+                problems.push(format!("{name}: `{field}` is missing"));
+            }
+        }
+        for field in ["keywords", "categories"] {
+            if p[field].as_array().is_none_or(Vec::is_empty) {
+                problems.push(format!("{name}: `{field}` is missing"));
+            }
+        }
+        match p["rust_version"].as_str() {
+            Some(msrv) if pinned == msrv || pinned.starts_with(&format!("{msrv}.")) => {}
+            other => problems.push(format!(
+                "{name}: rust-version is {other:?}, but CI tests with the pinned {pinned}"
+            )),
+        }
+    }
+    if !problems.is_empty() {
+        bail!("library crate metadata:\n  {}", problems.join("\n  "));
+    }
+    println!("xtask: library crates publishable, MSRV {pinned} = the pinned toolchain");
+    Ok(())
+}
+
+/// `cargo doc` of [`LIBRARY_CRATES`] with every rustdoc warning (broken links, bad HTML,
+/// missing docs) an error. Their doctests run in `cargo test --workspace`.
+fn library_docs() -> Result<()> {
+    let mut args = vec!["doc", "--no-deps"];
+    for p in LIBRARY_CRATES {
+        args.extend(["-p", p]);
+    }
+    let status = Command::new(cargo_bin())
+        .args(&args)
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .status()
+        .context("cannot run cargo doc")?;
+    check(status, "cargo doc (library crates, -D warnings)")
+}
+
+/// `cargo build -p NAME` of each of [`LIBRARY_CRATES`] on its own, with its default features
+/// and with none: no crate may lean on a feature another workspace member turns on.
+fn library_build_alone() -> Result<()> {
+    for p in LIBRARY_CRATES {
+        cargo(&["build", "-p", p])?;
+        cargo(&["build", "-p", p, "--no-default-features"])?;
+    }
+    Ok(())
+}
+
+/// `cargo publish --dry-run` of [`LIBRARY_CRATES`] together (cargo's multi-package publish):
+/// each is packaged and its package built against the others' packages, as crates.io would.
+/// Needs the crates.io index (the registry is reachable from CI).
+fn library_publish_dry_run() -> Result<()> {
+    // --allow-dirty: a developer's uncommitted edits are checked too; CI's clone is clean.
+    let mut args = vec!["publish", "--dry-run", "--allow-dirty"];
+    for p in LIBRARY_CRATES {
+        args.extend(["-p", p]);
+    }
+    cargo(&args)
+}
+
+/// The `cargo semver-checks` command line for `packages` (default features only: the
+/// optional features are for tests, fuzzing and codegen, not a stable API).
+fn semver_checks(packages: &[&str]) -> Command {
+    let mut cmd = Command::new(cargo_bin());
+    cmd.args(["semver-checks", "check-release", "--default-features"]);
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    cmd
+}
+
+/// `cargo semver-checks` of [`LIBRARY_CRATES`] against [`API_BASELINE_REV`].
+fn library_api() -> Result<()> {
+    let status = semver_checks(LIBRARY_CRATES)
+        .args(["--baseline-rev", API_BASELINE_REV])
+        .status()
+        .context("cannot run cargo semver-checks (cargo xtask setup installs it)")?;
+    check(
+        status,
+        "cargo semver-checks: a breaking change needs a version bump",
+    )
+}
+
+/// The check of the check: a copy of HEAD with one public item of shim-jail removed must
+/// fail `cargo semver-checks` against the working tree, naming that item.
+fn library_api_self_test(root: &Path) -> Result<()> {
+    let copy = root.join("target").join("api-self-test");
+    if copy.exists() {
+        std::fs::remove_dir_all(&copy).context("cannot clear target/api-self-test")?;
+    }
+    std::fs::create_dir_all(&copy)?;
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg("git archive --format=tar HEAD | tar -x -C \"$0\"")
+        .arg(&copy)
+        .status()
+        .context("cannot run git archive")?;
+    check(status, "git archive HEAD | tar -x")?;
+    let lib = copy.join("crates/jail/src/lib.rs");
+    let text = std::fs::read_to_string(&lib)?;
+    let removed = "pub use mime::mime_for_name;";
+    if !text.contains(removed) {
+        bail!("shim-jail no longer has `{removed}`: pick another public item for this test");
+    }
+    std::fs::write(&lib, text.replace(removed, "use mime::mime_for_name as _;"))?;
+    let out = semver_checks(&["shim-jail"])
+        .arg("--manifest-path")
+        .arg(copy.join("Cargo.toml"))
+        .arg("--baseline-root")
+        .arg(root)
+        // Share the dependency builds with the workspace.
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .output()
+        .context("cannot run cargo semver-checks")?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        bail!("cargo semver-checks accepted the removal of shim_jail::mime_for_name:\n{text}");
+    }
+    if !text.contains("mime_for_name") {
+        bail!("cargo semver-checks failed, but not on the removed mime_for_name:\n{text}");
+    }
+    println!("xtask: removing shim_jail::mime_for_name fails the API check, as it must");
+    let _ = std::fs::remove_dir_all(&copy);
     Ok(())
 }
 

@@ -75,6 +75,8 @@ pub enum AuditCommand {
     /// Write a signed ZIP bundle of every log file.
     Export {
         /// Where to write the bundle (default ./audit-export-<local time>.zip).
+        // The doc comment is the CLI help text, not HTML.
+        #[allow(rustdoc::invalid_html_tags)]
         #[arg(long, value_name = "PATH")]
         output: Option<PathBuf>,
     },

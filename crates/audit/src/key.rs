@@ -10,6 +10,17 @@ pub const MIN_KEY_LEN: usize = 16;
 pub const KEY_LEN: usize = 32;
 
 /// The per-machine HMAC key. Its bytes are zeroised on drop and never shown by `Debug`.
+///
+/// ```
+/// use shim_audit::AuditKey;
+///
+/// let key = AuditKey::generate()?; // 32 random bytes; keep them where agents cannot read
+/// let same = AuditKey::from_hex(&key.to_hex())?;
+/// assert_eq!(same.mac(b"record"), key.mac(b"record"));
+/// assert!(!format!("{key:?}").contains(key.to_hex().as_str()));
+/// assert!(AuditKey::from_bytes(&[1u8; 8]).is_err()); // under 16 bytes is refused
+/// # Ok::<(), shim_audit::KeyError>(())
+/// ```
 #[derive(Clone)]
 pub struct AuditKey {
     bytes: Zeroizing<Vec<u8>>,

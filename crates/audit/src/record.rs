@@ -95,6 +95,20 @@ impl AuditResult {
 
 /// One event to append. The writer adds `ts`, `machine_id`, `shim_version`, `seq`, `prev_hmac`
 /// and `hmac`.
+///
+/// ```
+/// use shim_audit::AuditEvent;
+/// use shim_audit::AuditResult;
+/// use shim_audit::Map;
+/// use shim_protocol::ErrorCode;
+///
+/// let ev = AuditEvent::new("FILE_WRITE")
+///     .request_id("req-7")
+///     .details(Map::new().with("path", "/home/me/a.txt").with("size_bytes", 12u64))
+///     .result(AuditResult::failed(&ErrorCode::PathNotFound));
+/// assert_eq!(ev.op, "FILE_WRITE");
+/// assert_eq!(ev.result.error_code.as_deref(), Some("PATH_NOT_FOUND"));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEvent {
     /// The session; `None` uses the writer's default session.

@@ -2,9 +2,9 @@
 
 /// The audit key (per machine).
 pub const AUDIT_KEY: &str = "audit_key";
-/// [compat] Legacy access token (no deployment binding).
+/// \[compat\] Legacy access token (no deployment binding).
 pub const LEGACY_ACCESS_TOKEN: &str = "access_token";
-/// [compat] Legacy refresh token (no deployment binding).
+/// \[compat\] Legacy refresh token (no deployment binding).
 pub const LEGACY_REFRESH_TOKEN: &str = "refresh_token";
 /// The only deployment for which legacy tokens are considered.
 pub const DEFAULT_DEPLOYMENT: &str = "autogpt-local-executor@https://platform.autogpt.net";

@@ -43,7 +43,7 @@ impl AuditKeyError {
     }
 }
 
-/// Where [compat] `audit-key.enc` may be: the fallback dir if set, else `<home>/.autogpt-local-executor`.
+/// Where \[compat\] `audit-key.enc` may be: the fallback dir if set, else `<home>/.autogpt-local-executor`.
 pub fn legacy_key_path() -> Option<PathBuf> {
     let env = |k: &str| {
         std::env::var_os(k)
@@ -58,7 +58,7 @@ pub fn legacy_key_path() -> Option<PathBuf> {
         .map(|h| h.join(".autogpt-local-executor").join("audit-key.enc"))
 }
 
-/// Decrypts a [compat] `audit-key.enc` (3.9.6). It has no integrity check: a wrong passphrase
+/// Decrypts a \[compat\] `audit-key.enc` (3.9.6). It has no integrity check: a wrong passphrase
 /// yields a wrong key, which the writer's tail check (1.12) then reveals.
 pub fn decrypt_legacy(content: &str, passphrase: &[u8]) -> Option<AuditKey> {
     let (salt_hex, ct_hex) = content.trim().split_once(':')?;
@@ -110,7 +110,7 @@ fn import_legacy(
     Ok(Some(key))
 }
 
-/// Loads the key; never creates one. `legacy`: the [compat] file and its passphrase, if any.
+/// Loads the key; never creates one. `legacy`: the \[compat\] file and its passphrase, if any.
 pub fn load(
     store: &dyn CredentialStore,
     legacy: Option<(&Path, &Secret)>,
@@ -139,7 +139,7 @@ pub fn load_or_create(
 }
 
 /// The [`shim_audit::cli::KeyLoader`] of the CLI: the store selected by the environment
-/// (3.8), the [compat] legacy file, load only.
+/// (3.8), the \[compat\] legacy file, load only.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct StoreKeyLoader;
 

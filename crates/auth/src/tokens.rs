@@ -45,7 +45,7 @@ pub fn deployment_id(client_id: &str, http_base: &str) -> Result<String, BadBase
     Ok(format!("{client_id}@{base}"))
 }
 
-/// Loads the tokens of `deployment_id`. [compat] For the default production deployment only,
+/// Loads the tokens of `deployment_id`. \[compat\] For the default production deployment only,
 /// when its per-deployment items are absent, legacy `access_token`/`refresh_token` items of the
 /// OS store are copied to the per-deployment accounts and deleted.
 pub fn load(store: &dyn CredentialStore, deployment_id: &str) -> Result<Tokens, CredentialError> {

@@ -1,12 +1,95 @@
-//! shim-exec: `EXECUTE_COMMAND` on the host (JAIL_FILES_EXEC.md sections 12-13,
-//! PROTOCOL.md 7.3). See README.md for what this crate owns and must never do.
+//! Audited command execution on the host: clean environment, own process group,
+//! whole-tree kill, bounded output, machine-wide limits, pipes and PTYs.
 //!
-//! The daemon creates one [`CommandLimiter`] per machine and an [`Executor`] per
-//! configuration, maps each wire request to a [`CommandRequest`] and calls
-//! [`Executor::prepare`] then [`PreparedCommand::run`] (or [`Executor::execute`]).
-//! [`spawn_pipe`] and [`spawn_pty`] are the lower-level process API (one
-//! [`ProcessHandle`] type for both).
+//! # What it is for
+//!
+//! An executor that runs commands for a remote agent must start them in a folder it
+//! chose, without leaking its own secrets through the environment, stop them on timeout
+//! or cancellation *with every process they started*, never block on their output, and
+//! produce an audit record for each one. This crate does that for `EXECUTE_COMMAND`
+//! (`JAIL_FILES_EXEC.md` sections 12-13 and `PROTOCOL.md` 7.3 of the specification;
+//! section numbers in doc comments refer to them). It is not a sandbox: the jail
+//! constrains where a command starts, not what it does (12.12).
+//!
+//! # The one way in
+//!
+//! Create one [`CommandLimiter`] per machine and an [`Executor`] per configuration
+//! ([`ExecConfig`]). For each request, fill a [`CommandRequest`] and call
+//! [`Executor::execute`] with a closure that turns the request's `cwd` into an opened
+//! directory ([`WorkDir`]); normally that closure asks `shim-jail`
+//! (`JailRoot::open_dir`). The result is an [`Execution`]: the [`CommandResult`] (or the
+//! [`ExecError`] that refused it) and the [`AuditEvent`] to record before answering. A
+//! daemon that must also audit cancellations calls [`Executor::prepare`] and
+//! [`PreparedCommand::run`] itself. [`spawn_pipe`] and [`spawn_pty`] are the lower-level
+//! process API (one [`ProcessHandle`] type for both).
+//!
+//! # Example
+//!
+//! ```
+//! # #[cfg(unix)]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use shim_exec::CommandLimiter;
+//! use shim_exec::CommandLimits;
+//! use shim_exec::CommandRequest;
+//! use shim_exec::CwdError;
+//! use shim_exec::ExecConfig;
+//! use shim_exec::Executor;
+//! use shim_exec::WorkDir;
+//!
+//! let folder = tempfile::tempdir()?;
+//! let executor = Executor::new(
+//!     ExecConfig::from_process(true), // true: commands are enabled
+//!     CommandLimiter::new(CommandLimits::default()),
+//! );
+//! let request = CommandRequest {
+//!     argv: Some(vec!["sh".into(), "-c".into(), "echo hello; exit 3".into()]),
+//!     timeout_seconds: Some(10),
+//!     ..CommandRequest::default()
+//! };
+//! // Here the cwd is always our folder; an executor asks shim-jail instead.
+//! let resolve_cwd = |_cwd: Option<&str>| -> Result<WorkDir, CwdError> {
+//!     let dir = shim_exec::Dir::open_ambient_dir(folder.path(), cap_std::ambient_authority())
+//!         .map_err(|e| CwdError::new(shim_exec::ErrorCode::PathNotFound, e.to_string()))?;
+//!     WorkDir::new(dir, folder.path().display().to_string())
+//!         .map_err(|e| CwdError::new(e.code(), e.to_string()))
+//! };
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! let execution = runtime.block_on(executor.execute(&request, "/", resolve_cwd));
+//!
+//! let result = execution.result?;
+//! assert_eq!(result.stdout, "hello\n");
+//! assert_eq!(result.exit_code, 3); // a failing command is a result, not an error
+//! assert!(!result.timed_out);
+//! // The audit record to write before answering.
+//! match execution.audit {
+//!     Some(shim_exec::AuditEvent::ExecuteCommand { details, result, .. }) => {
+//!         assert_eq!(details.argv.as_deref().map(<[String]>::len), Some(3));
+//!         assert_eq!(result.exit_code, Some(3));
+//!     }
+//!     other => panic!("unexpected audit event {other:?}"),
+//! }
+//! # Ok(())
+//! # }
+//! # #[cfg(not(unix))]
+//! # fn main() {}
+//! ```
+//!
+//! # Feature flags
+//!
+//! None.
+//!
+//! # Platforms
+//!
+//! Linux is implemented and tested; macOS compiles the same code path. On Windows only
+//! the pure rules (shell table, environment baseline, limits) exist so far: [`Executor`]
+//! and the process API are `cfg(unix)`.
+//!
+//! # Stability
+//!
+//! The public API is checked against a baseline in CI (see the repository README): a
+//! breaking change needs a version bump.
 
+#![deny(missing_docs)]
 #![cfg_attr(not(unix), allow(unused))]
 
 pub mod audit;
@@ -72,3 +155,16 @@ pub use spec::Program;
 pub use spec::Shell;
 pub use spec::Timeout;
 pub use spec::WireEnv;
+
+/// The wire error codes [`ExecError::code`] returns and [`CwdError::new`] takes,
+/// re-exported so callers need not depend on shim-protocol to name them.
+pub use shim_protocol::ErrorCode;
+
+/// The directory handle [`WorkDir::new`] takes (cap-std; the same type `shim-jail`'s
+/// `JailRoot::open_dir` returns), re-exported so callers need not depend on cap-std.
+#[cfg(unix)]
+pub use cap_std::fs::Dir;
+/// The signal [`ProcessHandle::signal`] sends (rustix), re-exported so callers need not
+/// depend on rustix.
+#[cfg(unix)]
+pub use rustix::process::Signal;

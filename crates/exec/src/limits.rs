@@ -50,6 +50,22 @@ impl Default for CommandLimits {
 
 /// Both limiters, shared by every child runtime of the machine. Create one per daemon and
 /// share it through an `Arc`.
+///
+/// ```
+/// use shim_exec::CommandLimiter;
+/// use shim_exec::CommandLimits;
+///
+/// let limiter = CommandLimiter::new(CommandLimits {
+///     max_concurrent_commands: 1,
+///     ..CommandLimits::default()
+/// });
+/// let permit = limiter.admit()?; // held while the command runs
+/// assert_eq!(limiter.running(), 1);
+/// assert!(limiter.admit().is_err()); // TooManyConcurrent
+/// drop(permit);
+/// assert_eq!(limiter.running(), 0);
+/// # Ok::<(), shim_exec::ExecError>(())
+/// ```
 #[derive(Debug)]
 pub struct CommandLimiter {
     limits: CommandLimits,

@@ -49,6 +49,19 @@ impl Default for JailConfig {
 /// Every operation takes a wire path (as the platform sends it), validates it once into
 /// a [`JailPath`], resolves it on handles and acts on those handles. Results carry
 /// display paths (4.8) only.
+///
+/// ```
+/// use shim_jail::JailConfig;
+/// use shim_jail::JailRoot;
+///
+/// let folder = tempfile::tempdir()?;
+/// let jail = JailRoot::open(folder.path(), JailConfig::default(), shim_jail::ambient_authority())?;
+/// let root = jail.root_path();
+/// assert_eq!(jail.stat(&format!("{root}/missing"), true)?, None); // exists: false
+/// assert!(jail.stat(root, true)?.is_some_and(|s| s.is_dir));
+/// assert!(jail.stat("relative/path", true).is_err()); // wire paths are absolute
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct JailRoot {
     fs_root: OwnedFd,

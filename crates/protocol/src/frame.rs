@@ -21,6 +21,17 @@ use crate::values::ROOT_GRANT_RULE;
 use crate::version::SHIM_VERSION_STR;
 
 /// A decoded frame: envelope fields plus the typed message.
+///
+/// ```
+/// use shim_protocol::Message;
+/// use shim_protocol::MessageType;
+///
+/// let f = shim_protocol::frame::decode(r#"{"type":"PING","id":"p1","ts":1.5,"payload":{}}"#)?;
+/// assert_eq!((f.id.as_str(), f.ts), ("p1", 1.5));
+/// assert_eq!(f.message_type(), MessageType::Ping);
+/// assert!(matches!(f.message, Message::Ping(_)));
+/// # Ok::<(), shim_protocol::DecodeError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
     /// Correlation id (non-empty).
