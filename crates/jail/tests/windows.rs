@@ -791,3 +791,46 @@ fn open_dir_gives_the_verified_directory() {
         ErrorCode::PathOutsideAllowedRoot
     );
 }
+
+/// Links Wine can show: `cargo xtask wine-test` creates, from the Linux side, a fixture
+/// `<dir>\root` with Unix symlinks `out` → `../outside` and `in` → `sub` (Wine cannot
+/// create junctions or symlinks itself, but it follows Unix ones). The jail must judge them
+/// by where they lead, like junctions on Windows.
+#[test]
+fn links_seen_through_wine_are_judged_by_where_they_lead() {
+    let Some(dir) = std::env::var_os("SHIM_JAIL_WINE_LINK_FIXTURE") else {
+        eprintln!("SKIP links_seen_through_wine: no link fixture (set by cargo xtask wine-test)");
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let jail = JailRoot::open(
+        &dir.join("root"),
+        JailConfig::default(),
+        shim_jail::ambient_authority(),
+    )
+    .unwrap();
+    let p = |rel: &str| format!("{}\\{rel}", jail.root_path());
+    assert_eq!(
+        code(jail.read(&p("out\\secret.txt"), &ReadOptions::default())),
+        ErrorCode::PathOutsideAllowedRoot
+    );
+    assert_eq!(
+        code(jail.write(&p("out\\pwned.txt"), "x", &parents())),
+        ErrorCode::PathOutsideAllowedRoot
+    );
+    assert_eq!(
+        code(jail.list(&p("out"), &ListOptions::default())),
+        ErrorCode::PathOutsideAllowedRoot
+    );
+    assert_eq!(
+        jail.read(&p("in\\b.txt"), &ReadOptions::default())
+            .unwrap()
+            .content,
+        "bee"
+    );
+    assert!(!dir.join("outside").join("pwned.txt").exists());
+    assert_eq!(
+        std::fs::read(dir.join("outside").join("secret.txt")).unwrap(),
+        b"secret"
+    );
+}

@@ -10,3 +10,5 @@ mod edge;
 pub(crate) mod harness;
 mod legacy;
 mod oauth;
+#[cfg(windows)]
+mod windows;
