@@ -365,7 +365,7 @@ async fn cancellation_ends_the_whole_job() {
 }
 
 #[tokio::test]
-async fn a_daemon_killed_with_terminate_process_leaves_no_command_behind() {
+async fn a_daemon_killed_with_taskkill_f_leaves_no_command_behind() {
     let t = tempfile::tempdir().unwrap();
     let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "helper_entry", "--nocapture", "--test-threads=1"])
@@ -378,8 +378,12 @@ async fn a_daemon_killed_with_terminate_process_leaves_no_command_behind() {
     let main = wait_pid(&t.path().join("pid")).await;
     let child = wait_pid(&t.path().join("child").join("pid")).await;
     assert!(alive(main) && alive(child));
-    // TerminateProcess, as `taskkill /F` does.
-    helper.kill().unwrap();
+    // `taskkill /F` (TerminateProcess); Wine ships taskkill.exe.
+    let killed = std::process::Command::new("taskkill")
+        .args(["/F", "/PID", &helper.id().to_string()])
+        .output()
+        .unwrap();
+    assert!(killed.status.success(), "taskkill /F failed: {killed:?}");
     let _ = helper.wait();
     assert!(
         gone_within(main, 5).await,
