@@ -6,6 +6,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod codegen;
+mod wine;
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -127,6 +128,9 @@ enum Cmd {
     /// `cargo check` the daemon and its crates for Windows and macOS (best effort: a target
     /// rustup cannot add is skipped with a message).
     CheckTargets,
+    /// Build for x86_64-pc-windows-gnu and run its tests and the demo under Wine (installs
+    /// Wine and mingw-w64 and prepares a Wine prefix in the target directory).
+    WineTest,
     /// Regenerate the checked-in generated files (the protocol's JSON schema).
     Codegen {
         /// Only check that the checked-in files match the code; fail if they do not.
@@ -173,6 +177,7 @@ fn run(cmd: Cmd) -> Result<()> {
         Cmd::Ci => ci(&root),
         Cmd::CheckTargets => check_targets(),
         Cmd::Library { only } => library(&root, only.as_deref()),
+        Cmd::WineTest => wine::wine_test(&root),
         Cmd::Codegen { check } => codegen::codegen(&root, check),
         Cmd::Fuzz { target, time } => {
             ensure_cargo_tool("fuzz", "cargo-fuzz")?;
@@ -248,6 +253,7 @@ fn bench_e2e(root: &Path) -> Result<()> {
 fn setup() -> Result<()> {
     let mut all: Vec<&str> = BUILD_PACKAGES.to_vec();
     all.extend_from_slice(TEST_PACKAGES);
+    all.extend_from_slice(wine::WINE_PACKAGES);
     ensure_packages(&all)?;
     ensure_cargo_tool("deny", "cargo-deny")?;
     ensure_cargo_tool("fuzz", "cargo-fuzz")?;
@@ -333,6 +339,7 @@ fn ci(root: &Path) -> Result<()> {
     step("library docs", library_docs)?;
     step("library crates build alone", library_build_alone)?;
     step("library crates publish (dry run)", library_publish_dry_run)?;
+    step("windows under wine", || wine::wine_test(root))?;
     println!("xtask: all checks passed");
     Ok(())
 }

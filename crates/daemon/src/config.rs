@@ -367,6 +367,14 @@ pub fn default_config_path(home: Option<&Path>, env: &ConfigSources) -> Option<P
         return home
             .map(|h| h.join("Library/Application Support/autogpt-local-executor/config.toml"));
     }
+    if cfg!(windows) {
+        // %APPDATA%, default <home>\AppData\Roaming (JAIL_FILES_EXEC.md 1.4).
+        let base = env
+            .env_get("APPDATA")
+            .map(PathBuf::from)
+            .or_else(|| home.map(|h| h.join("AppData").join("Roaming")))?;
+        return Some(base.join("autogpt-local-executor").join("config.toml"));
+    }
     let base = env
         .env_get("XDG_CONFIG_HOME")
         .map(PathBuf::from)
@@ -377,6 +385,18 @@ pub fn default_config_path(home: Option<&Path>, env: &ConfigSources) -> Option<P
 fn default_audit_path(home: Option<&Path>, env: &ConfigSources) -> Option<PathBuf> {
     if cfg!(target_os = "macos") {
         return home.map(|h| h.join("Library/Logs/autogpt-local-executor/audit.log"));
+    }
+    if cfg!(windows) {
+        // %LOCALAPPDATA%, default <home>\AppData\Local (JAIL_FILES_EXEC.md 1.4).
+        let base = env
+            .env_get("LOCALAPPDATA")
+            .map(PathBuf::from)
+            .or_else(|| home.map(|h| h.join("AppData").join("Local")))?;
+        return Some(
+            base.join("autogpt-local-executor")
+                .join("logs")
+                .join("audit.log"),
+        );
     }
     let base = env
         .env_get("XDG_STATE_HOME")

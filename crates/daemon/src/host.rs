@@ -7,17 +7,30 @@ use std::path::PathBuf;
 use shim_protocol::messages::handshake::Arch;
 use shim_protocol::messages::handshake::Platform;
 
-/// The user's home directory (`HOME`).
+/// The user's home directory: POSIX `HOME`; Windows `%USERPROFILE%`, else
+/// `%HOMEDRIVE%%HOMEPATH%` (JAIL_FILES_EXEC.md 1.4). Empty values count as unset.
 pub fn home_dir() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
+    let var = |n: &str| std::env::var_os(n).filter(|h| !h.is_empty());
+    if cfg!(windows) {
+        return var("USERPROFILE").map(PathBuf::from).or_else(|| {
+            let mut p = var("HOMEDRIVE")?;
+            p.push(var("HOMEPATH")?);
+            Some(PathBuf::from(p))
+        });
+    }
+    var("HOME").map(PathBuf::from)
 }
 
-/// The host name (`uname` nodename), or `"localhost"` if it is empty.
+/// The host name (`uname` nodename; Windows `%COMPUTERNAME%`), or `"localhost"` if it is
+/// empty.
 pub fn hostname() -> String {
-    let uname = rustix::system::uname();
-    let name = uname.nodename().to_string_lossy().into_owned();
+    #[cfg(unix)]
+    let name = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    #[cfg(not(unix))]
+    let name = std::env::var("COMPUTERNAME").unwrap_or_default();
     if name.is_empty() {
         "localhost".to_owned()
     } else {

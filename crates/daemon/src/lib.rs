@@ -453,12 +453,30 @@ fn install(sources: &ConfigSources) -> u8 {
 
 fn spawn_signal_handler(shutdown: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
+        #[cfg(unix)]
         let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+        // Windows: CTRL_BREAK and closing the console stop the daemon like SIGTERM.
+        #[cfg(windows)]
+        let term = tokio::signal::windows::ctrl_break();
+        #[cfg(windows)]
+        let close = tokio::signal::windows::ctrl_close();
+        #[cfg(windows)]
+        let close_recv = async move {
+            match close {
+                Ok(mut c) => {
+                    c.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(unix)]
+        let close_recv = std::future::pending::<()>();
         match term {
             Ok(mut term) => {
                 tokio::select! {
                     _ = tokio::signal::ctrl_c() => {}
                     _ = term.recv() => {}
+                    () = close_recv => {}
                 }
             }
             Err(_) => {

@@ -241,9 +241,28 @@ impl Executor {
         env: &ChildEnv,
         cwd: &WorkDir,
     ) -> Result<(OsString, Vec<OsString>), ExecError> {
-        if self.config.os != HostOs::current() || self.config.os == HostOs::Windows {
+        if self.config.os != HostOs::current() {
             return Err(ExecError::Unsupported);
         }
+        #[cfg(windows)]
+        let resolved = crate::process::resolve_windows(
+            program,
+            env,
+            cwd,
+            self.config.shell_search_path.as_deref(),
+        );
+        #[cfg(unix)]
+        let resolved = self.resolve_unix(program, env, cwd);
+        resolved
+    }
+
+    #[cfg(unix)]
+    fn resolve_unix(
+        &self,
+        program: &Program,
+        env: &ChildEnv,
+        cwd: &WorkDir,
+    ) -> Result<(OsString, Vec<OsString>), ExecError> {
         match program {
             Program::Shell { command, shell } => {
                 let exe = shell::resolve_shell(

@@ -95,11 +95,14 @@
 pub mod audit;
 pub mod env;
 mod error;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 mod executor;
 pub mod limits;
 pub mod output;
 #[cfg(unix)]
+mod process;
+#[cfg(windows)]
+#[path = "process_windows.rs"]
 mod process;
 pub mod shell;
 pub mod spec;
@@ -113,35 +116,35 @@ pub use env::BaseEnv;
 pub use env::ChildEnv;
 pub use error::CwdError;
 pub use error::ExecError;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use executor::ExecConfig;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use executor::Execution;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use executor::Executor;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use executor::PreparedCommand;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use executor::Rejection;
 pub use limits::CommandLimiter;
 pub use limits::CommandLimits;
 pub use limits::CommandPermit;
 pub use output::Channel;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use process::ExitCode;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use process::GRACE;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use process::OutputChunk;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use process::ProcessHandle;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use process::SpawnSpec;
 #[cfg(unix)]
 pub use process::TermSize;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use process::WorkDir;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub use process::spawn_pipe;
 #[cfg(unix)]
 pub use process::spawn_pty;

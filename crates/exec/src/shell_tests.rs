@@ -46,6 +46,7 @@ fn argument_vectors() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn auto_prefers_bash_then_sh_and_refuses_when_neither() {
     let dir = tempfile::tempdir().unwrap();
@@ -72,6 +73,7 @@ fn auto_prefers_bash_then_sh_and_refuses_when_neither() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn search_skips_relative_and_empty_entries_and_non_executables() {
     let dir = tempfile::tempdir().unwrap();

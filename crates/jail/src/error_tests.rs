@@ -12,6 +12,7 @@ fn outside_and_not_found_are_different_codes() {
     assert!(JailError::RootUnavailable("no longer exists").is_jail_violation());
 }
 
+#[cfg(unix)]
 #[test]
 fn os_errors_map_as_section_5_4_says() {
     use rustix::io::Errno;

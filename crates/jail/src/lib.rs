@@ -74,6 +74,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(unix), allow(unused))]
 
+mod config;
 mod error;
 mod glob;
 mod lexical;
@@ -92,7 +93,10 @@ pub mod testing;
 mod types;
 #[cfg(unix)]
 mod walk;
+#[cfg(windows)]
+mod win;
 
+pub use config::JailConfig;
 pub use error::JailError;
 pub use glob::Glob;
 pub use lexical::Component;
@@ -107,10 +111,14 @@ pub use ops::MAX_BYTES_READ_BYTES;
 #[cfg(unix)]
 pub use ops::MAX_TEXT_READ_BYTES;
 #[cfg(unix)]
-pub use root::JailConfig;
-#[cfg(unix)]
 pub use root::JailRoot;
 pub use types::*;
+#[cfg(windows)]
+pub use win::JailRoot;
+#[cfg(windows)]
+pub use win::MAX_BYTES_READ_BYTES;
+#[cfg(windows)]
+pub use win::MAX_TEXT_READ_BYTES;
 
 /// The authority token [`JailRoot::open`] takes, re-exported so callers need not depend
 /// on cap-std to name it.

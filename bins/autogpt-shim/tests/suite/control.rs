@@ -185,6 +185,7 @@ async fn control_connection_refuses_execution_and_answers_ping() {
     env.verify_audit();
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn browse_lists_only_real_directories_sorted_and_paged() {
     let env = Env::new(PeerConfig::default()).await;
@@ -729,6 +730,7 @@ async fn every_execution_type_is_refused_on_the_control_connection() {
     env.assert_no_violations();
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn sigint_stops_cleanly_with_children() {
     let env = Env::new(PeerConfig::default()).await;

@@ -17,11 +17,13 @@ use shim_protocol::values::SessionId;
 use tokio::io::AsyncBufReadExt;
 use tokio::process::Child;
 
+#[cfg(unix)]
 use crate::suite::control;
 use crate::suite::harness::Env;
 use crate::suite::harness::T;
 use crate::suite::harness::error_code;
 use crate::suite::harness::stop_cleanly;
+#[cfg(unix)]
 use crate::suite::harness::with_op;
 
 const SID: &str = "9a4c2f7e-5d3b-4e1a-8c6f-2b7d9e0a1c34";
@@ -200,6 +202,7 @@ async fn a_hundred_invalid_restores_leave_no_session_mutexes_behind() {
 }
 
 /// Sets the daemon's soft limit of open files; returns the previous limits.
+#[cfg(unix)]
 fn limit_open_files(child: &Child, current: u64) -> rustix::process::Rlimit {
     use rustix::process::Resource;
     let pid = rustix::process::Pid::from_raw(child.id().unwrap() as i32).unwrap();
@@ -216,6 +219,7 @@ fn limit_open_files(child: &Child, current: u64) -> rustix::process::Rlimit {
     .unwrap()
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn a_newer_grant_whose_child_cannot_start_keeps_the_old_child_and_binding() {
     // 13.17, second half, with a real fault: the daemon may not open any new file

@@ -305,11 +305,21 @@ pub(crate) async fn stop_cleanly(child: Child) -> (String, String) {
 }
 
 pub(crate) fn sigterm(child: &Child) {
-    let pid = child
-        .id()
-        .and_then(|p| rustix::process::Pid::from_raw(p as i32));
-    if let Some(pid) = pid {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    #[cfg(unix)]
+    {
+        let pid = child
+            .id()
+            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
+        if let Some(pid) = pid {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+    }
+    // Windows has no SIGTERM for a console process without a shared console: stop it.
+    #[cfg(not(unix))]
+    if let Some(pid) = child.id() {
+        let _ = std::process::Command::new("taskkill")
+            .args(["/F", "/PID", &pid.to_string()])
+            .output();
     }
 }
 

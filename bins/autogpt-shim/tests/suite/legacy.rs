@@ -910,6 +910,7 @@ async fn a_clean_disconnect_waits_the_base_delay() {
     env.assert_no_violations();
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_file_operation_cancelled_by_a_lost_connection_is_still_audited() {
     // Blocking file work cannot be aborted: a write the connection no longer waits for still

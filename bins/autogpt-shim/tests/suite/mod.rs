@@ -12,3 +12,5 @@ mod legacy;
 mod oauth;
 #[cfg(unix)]
 mod policy;
+#[cfg(windows)]
+mod windows;

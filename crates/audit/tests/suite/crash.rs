@@ -48,12 +48,15 @@ fn next(state: &mut u64) -> u64 {
     *state
 }
 
-#[cfg(unix)]
+/// On Windows the kill is `TerminateProcess` (what `taskkill /F` does), in fewer rounds:
+/// starting a process is much slower there (and under Wine).
 #[test]
 fn two_hundred_sigkills_never_break_the_log() {
     use std::io::BufRead;
     use std::io::BufReader;
+    #[cfg(unix)]
     use std::os::unix::process::ExitStatusExt;
+    const ROUNDS: usize = if cfg!(windows) { 40 } else { 200 };
 
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("audit.log");
@@ -61,7 +64,7 @@ fn two_hundred_sigkills_never_break_the_log() {
     let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
     let mut recoveries = 0;
     let started = Instant::now();
-    for round in 0..200 {
+    for round in 0..ROUNDS {
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
@@ -86,9 +89,17 @@ fn two_hundred_sigkills_never_break_the_log() {
         std::thread::sleep(Duration::from_micros(next(&mut rng) % 12_000));
         child.kill().unwrap();
         let status = child.wait().unwrap();
+        #[cfg(unix)]
         assert_eq!(
             status.signal(),
             Some(9),
+            "round {round}: child ended before the kill"
+        );
+        // std's kill is TerminateProcess with exit code 1.
+        #[cfg(windows)]
+        assert_eq!(
+            status.code(),
+            Some(1),
             "round {round}: child ended before the kill"
         );
 
@@ -128,7 +139,7 @@ fn two_hundred_sigkills_never_break_the_log() {
         }
     }
     eprintln!(
-        "200 SIGKILLs in {:?}; {recoveries} torn tails were rotated aside, the rest continued",
+        "{ROUNDS} kills in {:?}; {recoveries} torn tails were rotated aside, the rest continued",
         started.elapsed()
     );
 }

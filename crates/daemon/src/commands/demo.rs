@@ -432,12 +432,24 @@ async fn play(
         read(&format!("{}/secret.txt", outside.display())),
     )
     .await?;
+    // The default shell is cmd.exe on Windows (JAIL_FILES_EXEC.md 12.3).
+    let (line, shown) = if cfg!(windows) {
+        (
+            "dir /b & echo running in %CD%",
+            "dir /b & echo running in %CD%",
+        )
+    } else {
+        (
+            "ls; echo \"running in $(pwd)\"",
+            "ls; echo running in $(pwd)",
+        )
+    };
     let command = Message::ExecuteCommand(ExecuteCommand {
-        command: Some("ls; echo \"running in $(pwd)\"".into()),
+        command: Some(line.into()),
         ..ExecuteCommand::default()
     });
     if enable_shell {
-        s.ask(&data, "ls; echo running in $(pwd)", command).await?;
+        s.ask(&data, shown, command).await?;
     } else {
         s.ask(
             &data,

@@ -30,6 +30,7 @@ fn names_the_browser_skips() {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn scan_lists_real_directories_sorted_case_insensitively() {
     let dir = tempfile::tempdir().unwrap();
@@ -46,6 +47,7 @@ fn scan_lists_real_directories_sorted_case_insensitively() {
     assert!(scan(&dir.path().join("missing")).is_none());
 }
 
+#[cfg(unix)]
 #[test]
 fn special_roots_and_symlinks_are_not_usable() {
     assert!(usable_dir(Path::new("/proc")).is_none());

@@ -1,6 +1,7 @@
 //! Root canonicalisation, the filesystem fingerprint (PROTOCOL.md 9.4) and root grants
 //! (9.5), byte-compatible with the incumbent's format.
 
+#[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::path::PathBuf;
@@ -35,12 +36,20 @@ pub struct CanonicalRoot {
 }
 
 /// Whether the daemon user can read, write and traverse `p`.
+#[cfg(unix)]
 pub fn accessible(p: &Path) -> bool {
     rustix::fs::access(
         p,
         rustix::fs::Access::READ_OK | rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
     )
     .is_ok()
+}
+
+/// Whether the daemon user can list `p` and it is not read-only (Windows has no `access`
+/// for directories; the ACL decides at use).
+#[cfg(windows)]
+pub fn accessible(p: &Path) -> bool {
+    std::fs::read_dir(p).is_ok() && std::fs::metadata(p).is_ok_and(|m| !m.permissions().readonly())
 }
 
 /// 9.4 step 1-2: refuse a symlink, resolve, require an accessible directory, `lstat` it.
@@ -55,10 +64,22 @@ pub fn canonicalize_root(p: &Path) -> Result<CanonicalRoot, RootError> {
         return Err(RootError::Unavailable);
     }
     let path = canon.to_str().ok_or(RootError::Unavailable)?.to_owned();
+    #[cfg(unix)]
+    let (device, inode) = (m.dev(), m.ino());
+    // Windows: canonicalize gives `\\?\C:\x`; the root path is the one without the
+    // verbatim prefix (`\\?\UNC\srv\share` becomes `\\srv\share`), as the jail reports it.
+    #[cfg(windows)]
+    let path = match path.strip_prefix(r"\\?\UNC\") {
+        Some(unc) => format!(r"\\{unc}"),
+        None => path.strip_prefix(r"\\?\").unwrap_or(&path).to_owned(),
+    };
+    #[cfg(windows)]
+    let (device, inode) =
+        crate::runtime::file_id::identity(&canon).map_err(|_| RootError::Unavailable)?;
     Ok(CanonicalRoot {
         path,
-        device: m.dev(),
-        inode: m.ino(),
+        device,
+        inode,
     })
 }
 

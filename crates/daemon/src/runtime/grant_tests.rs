@@ -87,6 +87,7 @@ fn grants_round_trip_and_reject_tampering() {
     std::fs::remove_dir_all(&moved).unwrap();
 }
 
+#[cfg(unix)]
 #[test]
 fn symlinked_roots_are_refused() {
     let dir = tempfile::tempdir().unwrap();

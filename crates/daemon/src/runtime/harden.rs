@@ -9,12 +9,15 @@
 /// Applies the hardening; returns what could not be applied (best effort, never fatal).
 pub fn apply() -> Vec<String> {
     let mut problems = Vec::new();
-    let zero = rustix::process::Rlimit {
-        current: Some(0),
-        maximum: Some(0),
-    };
-    if let Err(e) = rustix::process::setrlimit(rustix::process::Resource::Core, zero) {
-        problems.push(format!("cannot disable core dumps: {e}"));
+    #[cfg(unix)]
+    {
+        let zero = rustix::process::Rlimit {
+            current: Some(0),
+            maximum: Some(0),
+        };
+        if let Err(e) = rustix::process::setrlimit(rustix::process::Resource::Core, zero) {
+            problems.push(format!("cannot disable core dumps: {e}"));
+        }
     }
     problems.extend(crate::runtime::alloc::keep_large_blocks_unmapped());
     #[cfg(target_os = "linux")]

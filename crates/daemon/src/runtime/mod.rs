@@ -25,6 +25,8 @@ pub(crate) mod conn;
 pub(crate) mod control;
 pub(crate) mod cu;
 pub(crate) mod data;
+#[cfg(windows)]
+pub(crate) mod file_id;
 pub mod grant;
 pub mod handshake;
 pub mod harden;

@@ -1,0 +1,259 @@
+//! `cargo xtask wine-test`: builds the Windows target (`x86_64-pc-windows-gnu`, linked by
+//! mingw-w64) and runs its tests and the demo under Wine, so the Windows code is exercised,
+//! not only compiled (issue 13).
+//!
+//! Wine 8 cannot start a Rust 1.95 Windows program: std imports `ProcessPrng` from
+//! `bcryptprimitives.dll`, which Wine 8 does not ship. A one-function stub DLL that fills
+//! the buffer with `SystemFunction036` (RtlGenRandom) is built with mingw and put into the
+//! Wine prefix (MACHINE.md). The prefix lives in the target directory and is made once.
+//!
+//! Every test that runs on Windows runs; a test that cannot run under Wine (a gap of Wine,
+//! not of our code) is skipped by name in [`WINE_SKIPS`] with the reason, and the output
+//! says per crate how many ran and how many were skipped.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::Context;
+use anyhow::Result;
+use anyhow::bail;
+
+use crate::cargo_bin;
+use crate::check;
+use crate::ensure_packages;
+
+const TARGET: &str = "x86_64-pc-windows-gnu";
+
+/// Debian packages: the Wine loader (`wine` brings `/usr/bin/wine`), and the mingw-w64 C
+/// compiler (for ring and the stub DLL; it also links the Rust programs).
+pub(crate) const WINE_PACKAGES: &[&str] = &["wine", "wine64", "gcc-mingw-w64-x86-64"];
+
+/// `ProcessPrng` for Wine 8 (see the module documentation).
+const PRNG_STUB_C: &str = r#"#include <windows.h>
+BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG len);
+BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
+    while (len > 0) {
+        ULONG n = len > 0x10000000 ? 0x10000000 : (ULONG)len;
+        if (!SystemFunction036(data, n)) return FALSE;
+        data += n;
+        len -= n;
+    }
+    return TRUE;
+}
+"#;
+
+/// What runs under Wine: (package, cargo test selector). Each is one `cargo test` call.
+const RUNS: &[(&str, &[&str])] = &[
+    ("shim-jail", &["--lib", "--test", "windows"]),
+    ("shim-exec", &["--lib", "--test", "windows"]),
+    ("shim-audit", &["--lib", "--test", "all"]),
+    ("shim-auth", &["--lib"]),
+    ("autogpt-shim", &["--test", "all", "suite::windows::"]),
+];
+
+/// Tests that cannot run under Wine, by name, with the reason: (package, test, reason).
+const WINE_SKIPS: &[(&str, &str, &str)] = &[];
+
+/// The Wine prefix (in the target directory) and the environment for running Windows
+/// programs in it.
+struct Wine {
+    prefix: PathBuf,
+}
+
+impl Wine {
+    fn env(&self, cmd: &mut Command) {
+        cmd.env("WINEPREFIX", &self.prefix)
+            .env("WINEDEBUG", "-all")
+            .env("WINEDLLOVERRIDES", "mscoree,mshtml=")
+            .env(
+                format!(
+                    "CARGO_TARGET_{}_RUNNER",
+                    TARGET.to_uppercase().replace('-', "_")
+                ),
+                "wine",
+            );
+    }
+}
+
+/// Installs Wine and mingw, adds the Rust target, and prepares the prefix with the stub
+/// DLL. `Ok(None)` when the target cannot be added (offline): skipped with a message.
+fn prepare(root: &Path) -> Result<Option<Wine>> {
+    ensure_packages(WINE_PACKAGES)?;
+    let added = Command::new("rustup")
+        .args(["target", "add", TARGET])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !added {
+        println!(
+            "xtask: skipping Windows under Wine: `rustup target add {TARGET}` failed (offline?)"
+        );
+        return Ok(None);
+    }
+    let target_dir =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let wine = Wine {
+        prefix: target_dir.join("wine-prefix"),
+    };
+    let system32 = wine.prefix.join("drive_c/windows/system32");
+    if !system32.join("kernel32.dll").exists() {
+        let t = Instant::now();
+        let mut boot = Command::new("wine");
+        boot.args(["wineboot", "-i"]);
+        wine.env(&mut boot);
+        let out = boot.output().context("cannot run wine wineboot")?;
+        if !system32.join("kernel32.dll").exists() {
+            bail!(
+                "wineboot did not create the prefix {}: {}",
+                wine.prefix.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        println!(
+            "xtask: Wine prefix created in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let stub = system32.join("bcryptprimitives.dll");
+    if !stub.exists() {
+        let dir = target_dir.join("wine-stub");
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("prng.c"), PRNG_STUB_C)?;
+        let status = Command::new("x86_64-w64-mingw32-gcc")
+            .args(["-shared", "-O2", "-o"])
+            .arg(dir.join("bcryptprimitives.dll"))
+            .arg(dir.join("prng.c"))
+            .arg("-ladvapi32")
+            .status()
+            .context("cannot run x86_64-w64-mingw32-gcc")?;
+        check(status, "building the ProcessPrng stub DLL")?;
+        std::fs::copy(dir.join("bcryptprimitives.dll"), &stub)
+            .context("cannot copy the stub DLL into the Wine prefix")?;
+    }
+    Ok(Some(wine))
+}
+
+/// A fresh tree with Unix symlinks for the jail's Wine test (`links_seen_through_wine_*`):
+/// `root/out` → `../outside`, `root/in` → `sub`. Wine follows Unix symlinks but cannot
+/// create junctions or symlinks itself.
+fn link_fixture(root: &Path) -> Result<PathBuf> {
+    let target_dir =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let dir = std::path::absolute(target_dir.join("wine-link-fixture"))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("root").join("sub"))?;
+    std::fs::create_dir_all(dir.join("outside"))?;
+    std::fs::write(dir.join("outside").join("secret.txt"), "secret")?;
+    std::fs::write(dir.join("root").join("sub").join("b.txt"), "bee")?;
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("../outside", dir.join("root").join("out"))?;
+        std::os::unix::fs::symlink("sub", dir.join("root").join("in"))?;
+    }
+    Ok(dir)
+}
+
+/// Counts from libtest output: passed tests and runtime `SKIP <name>: <reason>` lines.
+fn counts(output: &str) -> (u64, Vec<String>) {
+    let mut passed = 0;
+    let mut skipped = Vec::new();
+    for line in output.lines() {
+        if let Some(rest) = line.strip_prefix("test result: ok. ") {
+            passed += rest
+                .split(' ')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        if let Some(rest) = line.strip_prefix("SKIP ") {
+            skipped.push(rest.to_owned());
+        }
+    }
+    (passed, skipped)
+}
+
+/// `cargo xtask wine-test`.
+pub(crate) fn wine_test(root: &Path) -> Result<()> {
+    let started = Instant::now();
+    let Some(wine) = prepare(root)? else {
+        return Ok(());
+    };
+    let links = link_fixture(root)?;
+    let mut summary = Vec::new();
+    for (package, selector) in RUNS {
+        let mut cmd = Command::new(cargo_bin());
+        cmd.args(["test", "--target", TARGET, "-p", package])
+            .args(*selector)
+            .args(["--", "--nocapture"]);
+        let mut skipped: Vec<String> = Vec::new();
+        for (p, name, reason) in WINE_SKIPS {
+            if p == package {
+                cmd.args(["--skip", name]);
+                skipped.push(format!("{name}: {reason}"));
+            }
+        }
+        wine.env(&mut cmd);
+        cmd.env(
+            "SHIM_JAIL_WINE_LINK_FIXTURE",
+            format!("Z:{}", links.display()),
+        );
+        let out = cmd
+            .output()
+            .with_context(|| format!("cannot run cargo test -p {package} under Wine"))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            println!("{stdout}");
+            eprintln!("{stderr}");
+            bail!("{package}: tests failed under Wine ({})", out.status);
+        }
+        // A test that skips itself at run time (SKIP line) returned early: it passed
+        // without running, so it counts as skipped, not as run.
+        let (passed, mut runtime_skips) = counts(&format!("{stdout}\n{stderr}"));
+        let passed = passed.saturating_sub(runtime_skips.len() as u64);
+        skipped.append(&mut runtime_skips);
+        println!(
+            "xtask: wine {package}: {passed} passed, {} skipped",
+            skipped.len()
+        );
+        for s in &skipped {
+            println!("xtask: wine {package}:   skipped {s}");
+        }
+        summary.push((package, passed, skipped.len()));
+    }
+    // The demo: the real daemon against the embedded loopback peer, with shell execution.
+    let mut build = Command::new(cargo_bin());
+    build.args(["build", "--target", TARGET, "-p", "autogpt-shim"]);
+    check(
+        build.status()?,
+        "cargo build --target x86_64-pc-windows-gnu -p autogpt-shim",
+    )?;
+    let target_dir =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let exe = target_dir
+        .join(TARGET)
+        .join("debug")
+        .join("autogpt-shim.exe");
+    let mut demo = Command::new("wine");
+    demo.arg(&exe).args(["demo", "--enable-shell"]);
+    wine.env(&mut demo);
+    let out = demo.output().context("cannot run the demo under Wine")?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    if !out.status.success() || !text.contains("demo finished: OK") {
+        bail!("the demo did not finish OK under Wine ({})", out.status);
+    }
+    for (p, passed, skipped) in &summary {
+        println!("xtask: wine summary {p}: {passed} ran, {skipped} skipped");
+    }
+    println!(
+        "xtask: Windows under Wine took {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
