@@ -20,6 +20,24 @@ async fn version_prints_name_and_version() {
 }
 
 #[tokio::test]
+async fn help_describes_every_command_as_built() {
+    let env = Env::new(PeerConfig::default()).await;
+    for args in [vec!["--help"], vec!["start", "--help"]] {
+        let child = env.command(&args).spawn().unwrap();
+        let (code, out, _) = finish(child, T).await;
+        assert_eq!(code, 0, "args {args:?}");
+        assert!(!out.contains("not available"), "args {args:?}: {out}");
+    }
+    let child = env.command(&["--help"]).spawn().unwrap();
+    let (_, out, _) = finish(child, T).await;
+    let doctor = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("doctor"))
+        .unwrap_or_default();
+    assert!(doctor.contains("Check the machine"), "{out}");
+}
+
+#[tokio::test]
 async fn usage_errors_exit_2() {
     let env = Env::new(PeerConfig::default()).await;
     for args in [
