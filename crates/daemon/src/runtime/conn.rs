@@ -796,6 +796,15 @@ impl Runtime {
     }
 
     fn malformed(&self, conn: &Conn, e: &DecodeError) {
+        // COMPUTER_USE_HW.md 10.1 item 3: a recording request is refused as the gate would,
+        // whatever its payload holds (only the id is needed).
+        if let Some((id, ty)) = e.answerable()
+            && ty.required_capability() == Some(Capability::Recording)
+        {
+            let refusal = recording_refusal(conn, matches!(self.role, Role::Control));
+            conn.send_response(id, &refusal, Some(conn.capacity()));
+            return;
+        }
         match (e.answerable(), e.error_payload()) {
             (Some((id, ty)), Some(payload))
                 if !ty.expected_responses().is_empty() && ty != MessageType::Ping =>
@@ -806,6 +815,50 @@ impl Runtime {
             _ => tracing::warn!(error = %e, "dropping an invalid frame"),
         }
     }
+}
+
+/// The refusal of a recording request (COMPUTER_USE_HW.md 10.1 item 3): `recording` is
+/// never advertised, so never granted.
+fn recording_refusal(conn: &Conn, is_control: bool) -> Message {
+    if is_control {
+        return error_msg(
+            ErrorCode::FeatureNotSupported,
+            "Execution operations require an activated per-session data connection.",
+        );
+    }
+    capability_refusal(conn, &Capability::Recording)
+}
+
+fn capability_refusal(conn: &Conn, cap: &Capability) -> Message {
+    Message::Error(ErrorPayload::with_details(
+        ErrorCode::CapabilityNotGranted,
+        format!(
+            "The {} capability was not granted for this connection.",
+            cap.as_str()
+        ),
+        &CapabilityNotGrantedDetails {
+            capability: cap.as_str().to_owned(),
+            required_capability: cap.as_str().to_owned(),
+            granted_capabilities: conn.negotiated.granted_sorted(),
+        },
+    ))
+}
+
+/// Whether gate refusals (control connection, capability) of `ty` go unaudited: the
+/// requests of COMPUTER_USE_HW.md (computer use, local LLM, recording, hardware), whose
+/// section 1.3 / 6 say such rejections are not audited.
+fn gate_refusal_unaudited(ty: MessageType) -> bool {
+    matches!(
+        ty.required_capability(),
+        Some(
+            Capability::ComputerUse
+                | Capability::LocalLlm
+                | Capability::Recording
+                | Capability::HardwareSerial
+                | Capability::HardwareUsb
+                | Capability::HardwareGpio
+        )
+    )
 }
 
 fn pong_wait(since: Option<Instant>, timeout: Duration) -> Duration {
@@ -858,8 +911,8 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
     let is_control = matches!(rt.role, Role::Control);
     // Step 7: the control connection never executes anything (6.3).
     if is_control && !ty.is_control_request() {
-        // COMPUTER_USE_HW.md 1.3: computer-use refusals at steps 1-2 are not audited.
-        if !crate::runtime::cu::is_cu(ty) {
+        // COMPUTER_USE_HW.md 1.3: refusals at steps 1-2 of that area are not audited.
+        if !gate_refusal_unaudited(ty) {
             rt.audit
                 .refusal(ty.as_str(), &f.id, &ErrorCode::FeatureNotSupported)
                 .await?;
@@ -875,23 +928,12 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         return Ok(None);
     };
     if !conn.negotiated.is_granted(&cap) {
-        if !crate::runtime::cu::is_cu(ty) {
+        if !gate_refusal_unaudited(ty) {
             rt.audit
                 .refusal(ty.as_str(), &f.id, &ErrorCode::CapabilityNotGranted)
                 .await?;
         }
-        return Ok(Some(Message::Error(ErrorPayload::with_details(
-            ErrorCode::CapabilityNotGranted,
-            format!(
-                "The {} capability was not granted for this connection.",
-                cap.as_str()
-            ),
-            &CapabilityNotGrantedDetails {
-                capability: cap.as_str().to_owned(),
-                required_capability: cap.as_str().to_owned(),
-                granted_capabilities: conn.negotiated.granted_sorted(),
-            },
-        ))));
+        return Ok(Some(capability_refusal(conn, &cap)));
     }
     if is_control {
         let Some(control) = &rt.control else {
