@@ -108,6 +108,22 @@ async fn recording_preview_is_refused_and_audited() {
 }
 
 #[tokio::test]
+async fn recording_preview_is_refused_even_when_the_audit_log_cannot_be_written() {
+    // 10.1 item 1: exit 78 and the recording message, also when the audit write fails.
+    let env = Env::new(PeerConfig::default()).await;
+    let blocker = env.dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let mut c = env.command(&["start", "--enable-recording"]);
+    c.env("AUTOGPT_SHIM_AUDIT_LOG_PATH", blocker.join("audit.log"));
+    let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("design preview"), "{err}");
+    assert!(err.contains("could not be written"), "{err}");
+    env.assert_no_connection(std::time::Duration::from_millis(200))
+        .await;
+}
+
+#[tokio::test]
 async fn no_credentials_exits_77_without_connecting() {
     let env = Env::with_tokens(PeerConfig::default(), false).await;
     let mut c = env.command(&["start"]);
