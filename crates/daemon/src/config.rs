@@ -70,6 +70,8 @@ const KEYS: &[(&str, Kind)] = &[
     ("ws_pong_timeout_seconds", Kind::Float),
     ("handshake_timeout_seconds", Kind::Float),
     ("oauth_callback_timeout_seconds", Kind::Float),
+    // The local-model route's per-I/O chat timeout (COMPUTER_USE_HW.md 8.4: 60 s).
+    ("local_llm_timeout_seconds", Kind::Float),
 ];
 
 /// Environment names after the prefix that are not settings (4.6).
@@ -166,6 +168,8 @@ pub struct Tuning {
     pub handshake_timeout: Duration,
     /// `auth`'s wait for the OAuth callback (AUDIT_AUTH_CLI.md 3.3 step 6): 300 s.
     pub oauth_callback_timeout: Duration,
+    /// Each I/O operation of a local-model chat (COMPUTER_USE_HW.md 8.4): 60 s.
+    pub local_llm_timeout: Duration,
 }
 
 impl Default for Tuning {
@@ -178,6 +182,7 @@ impl Default for Tuning {
             ws_pong_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             oauth_callback_timeout: Duration::from_secs(300),
+            local_llm_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -862,6 +867,7 @@ fn resolve(
             "oauth_callback_timeout_seconds",
             d.oauth_callback_timeout,
         )?,
+        local_llm_timeout: tuning_key("local_llm_timeout_seconds", d.local_llm_timeout)?,
     };
 
     Ok(Settings {

@@ -9,5 +9,6 @@ mod doctor;
 mod edge;
 pub(crate) mod harness;
 mod legacy;
+mod llm;
 mod oauth;
 mod recording;

@@ -94,6 +94,8 @@ pub(crate) struct Runtime {
     pub(crate) uses_work_limit: bool,
     /// Computer-use state of this runtime (window ids, clipboard writeback).
     pub(crate) cu: Arc<crate::runtime::cu::CuSession>,
+    /// The local-LLM model list probed at this runtime's last HELLO.
+    pub(crate) llm: Arc<crate::runtime::llm::LlmSession>,
 }
 
 enum ConnEnd {
@@ -355,6 +357,7 @@ impl Runtime {
             self.machine.settings.enable_shell,
         );
         crate::runtime::cu::advertise(&self.machine.cu, &self.cu, &mut hello).await;
+        crate::runtime::llm::advertise(&self.machine.llm, &self.llm, &mut hello).await;
         let hello_id = uuid::Uuid::new_v4().to_string();
         let text =
             match frame::encode_shim(&hello_id, now_ts(), None, &Message::Hello(hello.clone())) {
@@ -972,6 +975,11 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         Message::FileDelete(p) => data.delete(id, p).await,
         Message::FileMove(p) => data.rename(id, p).await,
         Message::ExecuteCommand(p) => data.execute(id, p).await,
+        Message::LocalLlmCompletion(p) => {
+            // Chunks carry the request id and `pending_capacity: null` (8.4).
+            let chunk = |m: Message| conn.send_response(id, &m, None);
+            crate::runtime::llm::complete(&rt.machine.llm, &rt.llm, &rt.audit, id, p, &chunk).await
+        }
         m if crate::runtime::cu::is_cu(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;
             match crate::runtime::cu::handle(&rt.cu, &rt.audit, max, id, &m).await {

@@ -177,4 +177,6 @@ pub(crate) struct Machine {
     pub(crate) work_sem: Mutex<Option<Arc<Semaphore>>>,
     /// Computer use: the machine-wide lock, rate window and backend.
     pub(crate) cu: Arc<crate::runtime::cu::CuMachine>,
+    /// The local-model route: its HTTP client and single-flight slot.
+    pub(crate) llm: Arc<crate::runtime::llm::LlmMachine>,
 }

@@ -131,10 +131,8 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             "WARNING: shell execution is enabled. Shell commands can do anything your user account can do."
         );
     }
-    if settings.enable_local_llm || settings.enable_hardware {
-        tracing::warn!(
-            "local LLM and hardware are not available in this build; they are not advertised"
-        );
+    if settings.enable_hardware {
+        tracing::warn!("hardware is not available in this build; it is not advertised");
     }
     let _ = out.flush();
 
@@ -242,6 +240,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         shutdown: shutdown.clone(),
         work_sem: Mutex::new(None),
         cu: Arc::new(crate::runtime::cu::CuMachine::new(&settings)),
+        llm: Arc::new(crate::runtime::llm::LlmMachine::new(&settings)),
     });
 
     let outcome = match (&settings.session_id, jail) {
@@ -259,6 +258,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
                 control: None,
                 uses_work_limit: false,
                 cu: Default::default(),
+                llm: Default::default(),
             };
             rt.run().await
         }
@@ -276,6 +276,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
                 control: Some(control.clone()),
                 uses_work_limit: false,
                 cu: Default::default(),
+                llm: Default::default(),
             };
             let o = rt.run().await;
             reaper_stop.cancel();
