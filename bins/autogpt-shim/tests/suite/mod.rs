@@ -8,6 +8,8 @@ mod cu;
 mod doctor;
 mod edge;
 pub(crate) mod harness;
+#[cfg(target_os = "linux")]
+mod hw;
 mod legacy;
 mod llm;
 mod oauth;

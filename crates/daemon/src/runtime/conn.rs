@@ -96,6 +96,8 @@ pub(crate) struct Runtime {
     pub(crate) cu: Arc<crate::runtime::cu::CuSession>,
     /// The local-LLM model list probed at this runtime's last HELLO.
     pub(crate) llm: Arc<crate::runtime::llm::LlmSession>,
+    /// Hardware state of this runtime (serial handles).
+    pub(crate) hw: Arc<crate::runtime::hw::HwSession>,
 }
 
 enum ConnEnd {
@@ -358,6 +360,7 @@ impl Runtime {
         );
         crate::runtime::cu::advertise(&self.machine.cu, &self.cu, &mut hello).await;
         crate::runtime::llm::advertise(&self.machine.llm, &self.llm, &mut hello).await;
+        crate::runtime::hw::advertise(&self.machine.hw, &self.hw, &mut hello);
         let hello_id = uuid::Uuid::new_v4().to_string();
         let text =
             match frame::encode_shim(&hello_id, now_ts(), None, &Message::Hello(hello.clone())) {
@@ -930,7 +933,12 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         // A stray response type on a data connection: no reply (step 10).
         return Ok(None);
     };
-    if !conn.negotiated.is_granted(&cap) {
+    let granted = if crate::runtime::hw::is_hw(ty) {
+        crate::runtime::hw::granted(&conn.negotiated, ty)
+    } else {
+        conn.negotiated.is_granted(&cap)
+    };
+    if !granted {
         if !gate_refusal_unaudited(ty) {
             rt.audit
                 .refusal(ty.as_str(), &f.id, &ErrorCode::CapabilityNotGranted)
@@ -979,6 +987,11 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
             // Chunks carry the request id and `pending_capacity: null` (8.4).
             let chunk = |m: Message| conn.send_response(id, &m, None);
             crate::runtime::llm::complete(&rt.machine.llm, &rt.llm, &rt.audit, id, p, &chunk).await
+        }
+        m if crate::runtime::hw::is_hw(ty) => {
+            let max = conn.negotiated.limits.max_file_size_bytes;
+            let n = &conn.negotiated;
+            crate::runtime::hw::handle(&rt.machine.hw, &rt.hw, &rt.audit, n, max, id, &m).await
         }
         m if crate::runtime::cu::is_cu(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;

@@ -808,6 +808,7 @@ impl Control {
             uses_work_limit: true,
             cu: Default::default(),
             llm: Default::default(),
+            hw: Default::default(),
         };
         Ok(ReadyChild {
             binding: b.clone(),

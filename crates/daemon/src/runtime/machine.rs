@@ -179,4 +179,6 @@ pub(crate) struct Machine {
     pub(crate) cu: Arc<crate::runtime::cu::CuMachine>,
     /// The local-model route: its HTTP client and single-flight slot.
     pub(crate) llm: Arc<crate::runtime::llm::LlmMachine>,
+    /// Hardware: what is advertised and served.
+    pub(crate) hw: Arc<crate::runtime::hw::HwMachine>,
 }

@@ -8,6 +8,7 @@
 //! * [`auditor`], [`blocking`], [`session_locks`]: the audit writer handle, blocking work that
 //!   is audited even when its request is cancelled, per-session locks.
 //! * [`llm`]: the local-model route (Ollama discovery and completions).
+//! * [`hw`]: hardware advertisement and the PROPOSED operations.
 //! * [`cu`]: computer-use state and dispatch.
 //! * [`machine`]: the process-wide state (settings, identity, audit, limits, tokens).
 //! * [`data`]: dispatch of data requests to the jail and the executor.
@@ -26,6 +27,7 @@ pub(crate) mod data;
 pub mod grant;
 pub mod handshake;
 pub mod harden;
+pub(crate) mod hw;
 pub(crate) mod llm;
 pub(crate) mod machine;
 pub(crate) mod session_locks;

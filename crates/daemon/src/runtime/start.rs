@@ -131,9 +131,6 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             "WARNING: shell execution is enabled. Shell commands can do anything your user account can do."
         );
     }
-    if settings.enable_hardware {
-        tracing::warn!("hardware is not available in this build; it is not advertised");
-    }
     let _ = out.flush();
 
     // Step 2: the audit writer (fail closed, 1.19).
@@ -241,6 +238,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         work_sem: Mutex::new(None),
         cu: Arc::new(crate::runtime::cu::CuMachine::new(&settings)),
         llm: Arc::new(crate::runtime::llm::LlmMachine::new(&settings)),
+        hw: Arc::new(crate::runtime::hw::HwMachine::new(&settings)),
     });
 
     let outcome = match (&settings.session_id, jail) {
@@ -259,6 +257,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
                 uses_work_limit: false,
                 cu: Default::default(),
                 llm: Default::default(),
+                hw: Default::default(),
             };
             rt.run().await
         }
@@ -277,6 +276,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
                 uses_work_limit: false,
                 cu: Default::default(),
                 llm: Default::default(),
+                hw: Default::default(),
             };
             let o = rt.run().await;
             reaper_stop.cancel();
