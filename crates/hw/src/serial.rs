@@ -215,8 +215,9 @@ impl SerialSession {
         })
     }
 
-    /// `SERIAL_READ`: what arrives within `timeout` (up to `max` bytes); `true` when
-    /// nothing arrived in time.
+    /// `SERIAL_READ`, as pyserial's `read(size)` with a timeout: returns once `max` bytes
+    /// arrived or `timeout` passed, with what arrived; `timed_out` when fewer than `max`
+    /// bytes came in time (then possibly none).
     pub fn read(
         &self,
         handle: &str,
@@ -225,17 +226,28 @@ impl SerialSession {
     ) -> Result<(Vec<u8>, bool), HwError> {
         self.with(handle, |d| {
             use serialport::SerialPort;
-            d.set_timeout(timeout).map_err(io_error)?;
+            let deadline = Instant::now() + timeout;
             let mut buf = vec![0u8; max];
-            match d.read(&mut buf) {
-                Ok(0) => Err(io_error("the device was closed")),
-                Ok(n) => {
-                    buf.truncate(n);
-                    Ok((buf, false))
+            let mut n = 0;
+            while n < max {
+                let left = deadline.saturating_duration_since(Instant::now());
+                d.set_timeout(left).map_err(io_error)?;
+                match d.read(&mut buf[n..]) {
+                    Ok(0) if n == 0 => return Err(io_error("the device was closed")),
+                    Ok(k) if k > 0 => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => break,
+                    Err(e) if n == 0 => return Err(io_error(e)),
+                    // With bytes in hand, a failed or empty read is retried until the
+                    // deadline; the next call reports a lasting error.
+                    _ => std::thread::sleep(Duration::from_millis(1)),
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => Ok((Vec::new(), true)),
-                Err(e) => Err(io_error(e)),
+                if left.is_zero() {
+                    break;
+                }
             }
+            buf.truncate(n);
+            let timed_out = n < max && Instant::now() >= deadline;
+            Ok((buf, timed_out))
         })
     }
 
