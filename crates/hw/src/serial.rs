@@ -116,8 +116,9 @@ impl SerialSession {
         }
     }
 
-    /// `SERIAL_OPEN`: `port` must be enumerated now (`HARDWARE_DEVICE_NOT_FOUND`) and
-    /// allowlisted (`HARDWARE_NOT_ALLOWED`); returns the new handle.
+    /// `SERIAL_OPEN`: `port` must be allowlisted (`HARDWARE_NOT_ALLOWED`, checked first as
+    /// P7 orders it, so nothing is revealed about ports the user did not allow) and
+    /// enumerated now (`HARDWARE_DEVICE_NOT_FOUND`); returns the new handle.
     pub fn open(
         &self,
         src: &Source,
@@ -125,18 +126,18 @@ impl SerialSession {
         port: &str,
         framing: &Framing,
     ) -> Result<String, OpenError> {
-        let listed = crate::serial_ports(src).into_iter().any(|d| {
-            matches!(d, shim_protocol::messages::hardware::HardwareDevice::Serial { port: p, .. } if p == port)
-        });
-        if !listed {
-            return Err(HwError::NotFound {
+        if !allow.allows(port) {
+            return Err(HwError::NotAllowed {
                 kind: "serial",
                 name: port.to_owned(),
             }
             .into());
         }
-        if !allow.allows(port) {
-            return Err(HwError::NotAllowed {
+        let listed = crate::serial_ports(src).into_iter().any(|d| {
+            matches!(d, shim_protocol::messages::hardware::HardwareDevice::Serial { port: p, .. } if p == port)
+        });
+        if !listed {
+            return Err(HwError::NotFound {
                 kind: "serial",
                 name: port.to_owned(),
             }

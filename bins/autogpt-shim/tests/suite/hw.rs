@@ -133,6 +133,11 @@ fn fixture(dir: &Path, ptys: &[&str]) -> (String, String) {
     )
 }
 
+/// A port name outside every test allowlist.
+fn p_real_tty() -> String {
+    "/dev/ttyS0".to_owned()
+}
+
 fn port(devfs: &str, i: usize) -> String {
     format!("{devfs}/ttyACM{i}")
 }
@@ -303,8 +308,8 @@ async fn proposed_serial_round_trips_a_mebibyte_at_several_framings() {
     let master0 = ptys[0].master.take().unwrap();
     echo(master0, stop.clone());
     let env = Env::new(proposed_peer()).await;
-    // ttyACM0-3 and 4 allowed by a glob; a sixth name is not enumerated.
-    let allow = format!(r#"["{dev}/ttyACM[0-4]"]"#);
+    // Every ttyACM allowed by a glob; ttyACM9 is allowed but not enumerated.
+    let allow = format!(r#"["{dev}/ttyACM[0-9]"]"#);
     let _child = daemon(&env, &sys, &dev, true, &allow);
     let conn = env.next().await;
 
@@ -380,6 +385,10 @@ async fn proposed_serial_round_trips_a_mebibyte_at_several_framings() {
         .unwrap();
     assert_eq!(error_code(&r.frame.message), "HARDWARE_DEVICE_NOT_FOUND");
     assert_eq!(details(&r.frame.message)["type"], "serial");
+    // Outside the allowlist (whether or not it exists): refused before anything is opened.
+    let r = conn.request(simple_open(&p_real_tty()), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "HARDWARE_NOT_ALLOWED");
+    assert_eq!(details(&r.frame.message)["port"], p_real_tty().as_str());
     let h = opened(&conn, simple_open(&port(&dev, 1))).await;
     // Exclusive: a second open of the same port.
     let r = conn.request(simple_open(&port(&dev, 1)), T).await.unwrap();
