@@ -14,7 +14,6 @@ use std::path::PathBuf;
 use shim_protocol::ErrorCode;
 use shim_protocol::messages::hardware::HardwareDevice;
 
-#[cfg(unix)]
 pub mod serial;
 
 /// At most this many entries in `hardware_devices` (P1).

@@ -52,7 +52,9 @@ pub enum OpenError {
     TooMany,
 }
 
-type Device = serialport::TTYPort;
+/// An open port: a `TTYPort` on Unix (exclusive through `TIOCEXCL` and `flock`), a
+/// `COMPort` on Windows (exclusive by the OS).
+type Device = Box<dyn serialport::SerialPort>;
 
 struct Entry {
     dev: Arc<Mutex<Device>>,
@@ -206,7 +208,6 @@ impl SerialSession {
     /// `SERIAL_WRITE`: every byte, then (with `drain`) waits until transmitted.
     pub fn write(&self, handle: &str, data: &[u8], drain: bool) -> Result<(), HwError> {
         self.with(handle, |d| {
-            use serialport::SerialPort;
             d.set_timeout(WRITE_TIMEOUT).map_err(io_error)?;
             d.write_all(data).map_err(io_error)?;
             if drain {
@@ -226,7 +227,6 @@ impl SerialSession {
         timeout: Duration,
     ) -> Result<(Vec<u8>, bool), HwError> {
         self.with(handle, |d| {
-            use serialport::SerialPort;
             let deadline = Instant::now() + timeout;
             let mut buf = vec![0u8; max];
             let mut n = 0;
@@ -289,7 +289,8 @@ fn open_device(port: &str, f: &Framing) -> Result<Device, HwError> {
         })
         .flow_control(flow)
         .timeout(WRITE_TIMEOUT);
-    serialport::TTYPort::open(&builder).map_err(|e| match e.kind() {
+    // Exclusive by default: TIOCEXCL plus flock on Unix, the OS's own rule on Windows.
+    builder.open().map_err(|e| match e.kind() {
         serialport::ErrorKind::NoDevice => HwError::Busy {
             kind: "serial",
             name: port.to_owned(),
