@@ -195,7 +195,26 @@ fn run(cmd: Cmd) -> Result<()> {
             "e2e" => bench_e2e(&root),
             // Needs Xvfb (started by the example itself).
             "cu" => cargo(&["run", "--release", "-p", "shim-cu", "--example", "bench_cu"]),
-            other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu"),
+            // Serial through the daemon vs a pty directly; the local-model route per chunk.
+            "hw" => {
+                cargo(&["build", "--release", "-p", "autogpt-shim"])?;
+                let bin = std::env::var_os("CARGO_TARGET_DIR")
+                    .map_or_else(|| root.join("target"), PathBuf::from)
+                    .join("release")
+                    .join("autogpt-shim");
+                let bin = bin.to_str().context("non-UTF-8 target path")?.to_owned();
+                cargo(&[
+                    "run",
+                    "--release",
+                    "-p",
+                    "shim-daemon",
+                    "--example",
+                    "bench_hw",
+                    "--",
+                    &bin,
+                ])
+            }
+            other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu, hw"),
         },
     }
 }

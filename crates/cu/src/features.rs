@@ -40,26 +40,10 @@ pub struct Features {
 }
 
 impl Features {
-    /// Builds the lists of 2.2 in the order given there.
+    /// Builds the lists of 2.2 in the order given there: the host's base list, then (on
+    /// X11) `windows` if a window manager is present, then `clipboard` if enabled.
     pub fn for_host(kind: HostKind, windows: bool, clipboard: bool) -> Features {
-        let (windows, screenshot_window) = match kind {
-            HostKind::X11 => (windows, false),
-            HostKind::MacOs | HostKind::Windows => (true, true),
-        };
-        let mut coarse = vec!["screenshot", "input"];
-        if windows {
-            coarse.push("windows");
-        }
-        coarse.push("apps");
-        if clipboard {
-            coarse.push("clipboard");
-        }
-        coarse.push("permissions");
-        let mut fine = vec!["screenshot.region"];
-        if screenshot_window {
-            fine.push("screenshot.window");
-        }
-        fine.extend([
+        const INPUT: [&str; 9] = [
             "input.click.modifiers",
             "input.click.button",
             "input.drag.path",
@@ -69,15 +53,37 @@ impl Features {
             "input.wait",
             "cursor.position",
             "display.info",
-        ]);
-        if windows {
-            fine.extend(["window.list", "window.focus"]);
-        }
-        fine.extend(["app.list", "app.launch"]);
+        ];
+        let (mut coarse, mut fine) = match kind {
+            HostKind::X11 => {
+                let mut coarse = vec!["screenshot", "input", "apps", "permissions"];
+                let mut fine = vec!["screenshot.region"];
+                fine.extend(INPUT);
+                fine.extend(["app.list", "app.launch", "permissions.check"]);
+                if windows {
+                    coarse.push("windows");
+                    fine.extend(["window.list", "window.focus"]);
+                }
+                (coarse, fine)
+            }
+            HostKind::MacOs | HostKind::Windows => {
+                let coarse = vec!["screenshot", "input", "windows", "apps", "permissions"];
+                let mut fine = vec!["screenshot.region", "screenshot.window"];
+                fine.extend(INPUT);
+                fine.extend([
+                    "window.list",
+                    "window.focus",
+                    "app.list",
+                    "app.launch",
+                    "permissions.check",
+                ]);
+                (coarse, fine)
+            }
+        };
         if clipboard {
+            coarse.push("clipboard");
             fine.extend(["clipboard.read", "clipboard.write"]);
         }
-        fine.push("permissions.check");
         Features { coarse, fine }
     }
 

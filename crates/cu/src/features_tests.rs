@@ -19,24 +19,90 @@ fn wayland_wins_over_display() {
 }
 
 #[test]
-fn x11_lists_follow_the_table() {
+fn x11_lists_follow_the_table_in_its_order() {
     let f = Features::for_host(HostKind::X11, false, false);
     assert_eq!(f.coarse, ["screenshot", "input", "apps", "permissions"]);
     assert!(!f.has("screenshot.window"));
     assert!(!f.has("window.list"));
+    // 2.1-2.2: the base list, then `windows`, then `clipboard`.
     let f = Features::for_host(HostKind::X11, true, true);
     assert_eq!(
         f.coarse,
         [
             "screenshot",
             "input",
-            "windows",
             "apps",
-            "clipboard",
-            "permissions"
+            "permissions",
+            "windows",
+            "clipboard"
         ]
     );
-    assert_eq!(f.fine.len(), 17);
-    let f = Features::for_host(HostKind::MacOs, false, false);
-    assert!(f.has("screenshot.window") && f.has("window.focus"));
+    assert_eq!(
+        f.fine,
+        [
+            "screenshot.region",
+            "input.click.modifiers",
+            "input.click.button",
+            "input.drag.path",
+            "input.key.hold",
+            "input.mouse.down_up",
+            "input.scroll.amount",
+            "input.wait",
+            "cursor.position",
+            "display.info",
+            "app.list",
+            "app.launch",
+            "permissions.check",
+            "window.list",
+            "window.focus",
+            "clipboard.read",
+            "clipboard.write",
+        ]
+    );
+    let f = Features::for_host(HostKind::X11, false, true);
+    assert_eq!(
+        f.coarse,
+        ["screenshot", "input", "apps", "permissions", "clipboard"]
+    );
+}
+
+#[test]
+fn macos_and_windows_lists_follow_the_table_in_its_order() {
+    for kind in [HostKind::MacOs, HostKind::Windows] {
+        let f = Features::for_host(kind, false, true);
+        assert_eq!(
+            f.coarse,
+            [
+                "screenshot",
+                "input",
+                "windows",
+                "apps",
+                "permissions",
+                "clipboard"
+            ]
+        );
+        assert_eq!(
+            f.fine,
+            [
+                "screenshot.region",
+                "screenshot.window",
+                "input.click.modifiers",
+                "input.click.button",
+                "input.drag.path",
+                "input.key.hold",
+                "input.mouse.down_up",
+                "input.scroll.amount",
+                "input.wait",
+                "cursor.position",
+                "display.info",
+                "window.list",
+                "window.focus",
+                "app.list",
+                "app.launch",
+                "permissions.check",
+                "clipboard.read",
+                "clipboard.write",
+            ]
+        );
+    }
 }

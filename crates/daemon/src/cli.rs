@@ -82,10 +82,10 @@ pub struct StartArgs {
     /// Allow shell commands (they can do anything your user account can do).
     #[arg(long)]
     pub enable_shell: bool,
-    /// Allow computer use (not available in this build; never advertised).
+    /// Allow computer use (screen, input, windows, apps; Linux needs an X11 session).
     #[arg(long)]
     pub enable_computer_use: bool,
-    /// Allow clipboard access (not available in this build).
+    /// Allow clipboard access during computer use.
     #[arg(long)]
     pub enable_clipboard: bool,
     /// Allow reading clipboard content the daemon did not write.
@@ -119,7 +119,7 @@ pub enum Command {
     Status,
     /// Revoke the stored tokens on the platform, then delete them locally.
     Revoke,
-    /// Check the machine; not available in this build.
+    /// Check the machine: configuration, credentials, audit log, platform, desktop, hardware.
     Doctor,
     /// Write the per-user autostart entry (systemd user unit on Linux/WSL2).
     Install {

@@ -74,6 +74,16 @@ const KEYS: &[(&str, Kind)] = &[
     ("ws_pong_timeout_seconds", Kind::Float),
     ("handshake_timeout_seconds", Kind::Float),
     ("oauth_callback_timeout_seconds", Kind::Float),
+    // The local-model route's per-I/O chat timeout (COMPUTER_USE_HW.md 8.4: 60 s).
+    ("local_llm_timeout_seconds", Kind::Float),
+    // Hardware (COMPUTER_USE_HW.md 9.2, PROPOSED): the opt-in, the allowlists, and where
+    // devices are enumerated from (fixture trees in tests).
+    ("hardware_protocol", Kind::Str),
+    ("hardware_serial_allow", Kind::StrList),
+    ("hardware_gpio_writable", Kind::StrList),
+    ("hardware_sysfs_root", Kind::Path),
+    ("hardware_devfs_root", Kind::Path),
+    ("hardware_handle_expiry_seconds", Kind::Float),
 ];
 
 /// Environment names after the prefix that are not settings (4.6).
@@ -174,6 +184,10 @@ pub struct Tuning {
     pub handshake_timeout: Duration,
     /// `auth`'s wait for the OAuth callback (AUDIT_AUTH_CLI.md 3.3 step 6): 300 s.
     pub oauth_callback_timeout: Duration,
+    /// Each I/O operation of a local-model chat (COMPUTER_USE_HW.md 8.4): 60 s.
+    pub local_llm_timeout: Duration,
+    /// A serial handle unused this long is closed (COMPUTER_USE_HW.md 9.2 P3): 300 s.
+    pub hardware_handle_expiry: Duration,
 }
 
 impl Default for Tuning {
@@ -186,6 +200,8 @@ impl Default for Tuning {
             ws_pong_timeout: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             oauth_callback_timeout: Duration::from_secs(300),
+            local_llm_timeout: Duration::from_secs(60),
+            hardware_handle_expiry: Duration::from_secs(300),
         }
     }
 }
@@ -266,6 +282,8 @@ pub struct Settings {
     /// `approval_timeout_seconds` [addition]: how long a `prompt` command waits for the
     /// local user before it is denied (25 s: the platform gives up on a request after 30 s).
     pub approval_timeout: Duration,
+    /// The hardware keys (COMPUTER_USE_HW.md 9).
+    pub hardware: HardwareSettings,
     /// Protocol intervals.
     pub tuning: Tuning,
 }
@@ -898,7 +916,13 @@ fn resolve(
             "oauth_callback_timeout_seconds",
             d.oauth_callback_timeout,
         )?,
+        local_llm_timeout: tuning_key("local_llm_timeout_seconds", d.local_llm_timeout)?,
+        hardware_handle_expiry: tuning_key(
+            "hardware_handle_expiry_seconds",
+            d.hardware_handle_expiry,
+        )?,
     };
+    let hardware = hardware_settings(raw, home, &src.cwd)?;
 
     Ok(Settings {
         config_path,
@@ -939,6 +963,52 @@ fn resolve(
         command_policy_file,
         approval_timeout,
         tuning,
+        hardware,
+    })
+}
+
+/// The hardware keys (COMPUTER_USE_HW.md 9.2, PROPOSED).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HardwareSettings {
+    /// `hardware_protocol = "proposed"`: serve the PROPOSED operations to a platform that
+    /// grants `hardware_*` (default off: today's behaviour, 9.1).
+    pub proposed: bool,
+    /// `hardware_serial_allow`: exact port names or glob patterns; empty refuses every open.
+    pub serial_allow: Vec<String>,
+    /// `hardware_gpio_writable`: `"gpiochip0:17"` entries.
+    pub gpio_writable: Vec<String>,
+    /// `hardware_sysfs_root` (default `/sys`).
+    pub sysfs_root: Option<PathBuf>,
+    /// `hardware_devfs_root` (default `/dev`).
+    pub devfs_root: Option<PathBuf>,
+}
+
+fn hardware_settings(
+    raw: &Raw,
+    home: Option<&Path>,
+    cwd: &Path,
+) -> Result<HardwareSettings, ConfigError> {
+    let proposed = match raw.str("hardware_protocol") {
+        None => false,
+        Some(("" | "none", _)) => false,
+        Some(("proposed", _)) => true,
+        Some((other, loc)) => {
+            return Err(ConfigError::new(
+                loc.to_owned(),
+                format!("expected \"none\" or \"proposed\", found {other:?}"),
+            ));
+        }
+    };
+    let list = |key: &str| match raw.vals.get(key) {
+        Some((Val::List(items), _, _)) => items.clone(),
+        _ => Vec::new(),
+    };
+    Ok(HardwareSettings {
+        proposed,
+        serial_allow: list("hardware_serial_allow"),
+        gpio_writable: list("hardware_gpio_writable"),
+        sysfs_root: raw.path("hardware_sysfs_root", home, cwd)?,
+        devfs_root: raw.path("hardware_devfs_root", home, cwd)?,
     })
 }
 

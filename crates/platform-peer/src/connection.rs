@@ -302,7 +302,15 @@ fn on_frame(
         }
     };
     let ty = frame.message_type();
-    if !ty.relay_accepts_from_shim() {
+    let proposed = shared
+        .config
+        .lock()
+        .map(|c| c.proposed_hardware)
+        .unwrap_or(false);
+    let hardware = ty.family() == shim_protocol::messages::Family::ProposedHardware
+        && ty.direction() != shim_protocol::messages::Direction::PlatformToShim;
+    let accepted = ty.relay_accepts_from_shim() || (proposed && hardware);
+    if !accepted {
         shared.violation(format!("the relay does not accept {ty} from the daemon"));
         return false;
     }

@@ -11,9 +11,12 @@
 //!
 //! On the same port it serves the platform's OAuth endpoints (`AUDIT_AUTH_CLI.md` 3.2):
 //! `/auth/authorize`, `/api/oauth/token` and `/api/oauth/revoke` (see [`oauth`]).
+//!
+//! [`ollama`] is a scriptable Ollama stand-in for the local-model route.
 
 mod connection;
 pub mod oauth;
+pub mod ollama;
 mod server;
 
 pub use connection::Connection;

@@ -87,6 +87,9 @@ pub struct PeerConfig {
     pub ack: AckConfig,
     /// How long to wait for `HELLO` (the platform waits 10 s).
     pub hello_timeout: Duration,
+    /// Accept the PROPOSED hardware responses (COMPUTER_USE_HW.md 9.2 P9), as a platform
+    /// that added them to its relay allowlists would; off like today's platform.
+    pub proposed_hardware: bool,
 }
 
 impl Default for PeerConfig {
@@ -99,6 +102,7 @@ impl Default for PeerConfig {
             require_binding: false,
             ack: AckConfig::default(),
             hello_timeout: Duration::from_secs(10),
+            proposed_hardware: false,
         }
     }
 }

@@ -102,6 +102,9 @@ fn wrong_types_with_a_usable_id_are_answerable_internal_errors() {
         r#"{"type":"EXECUTE_COMMAND","id":"r1","ts":1,"payload":{"command":"ls","shell":"fish"}}"#,
         r#"{"type":"ATTACH_SESSION","id":"r1","ts":1,"payload":{"session_id":"../control?admin=true","browse_id":"b","directory_ref":"d"}}"#,
         r#"{"type":"INPUT_ACTION","id":"r1","ts":1,"payload":{"action":"left_click","coordinate":[1.5,2]}}"#,
+        // JAIL_FILES_EXEC.md 5.2: max_entries is at least 1.
+        r#"{"type":"FILE_LIST","id":"r1","ts":1,"payload":{"path":"/a","max_entries":0}}"#,
+        r#"{"type":"FILE_LIST","id":"r1","ts":1,"payload":{"path":"/a","max_entries":-3}}"#,
         // COMPUTER_USE_HW.md 4.8: `permissions` is required.
         r#"{"type":"PERMISSIONS_CHECK_REQUEST","id":"r1","ts":1,"payload":{}}"#,
     ] {

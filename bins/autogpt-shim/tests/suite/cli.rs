@@ -20,6 +20,24 @@ async fn version_prints_name_and_version() {
 }
 
 #[tokio::test]
+async fn help_describes_every_command_as_built() {
+    let env = Env::new(PeerConfig::default()).await;
+    for args in [vec!["--help"], vec!["start", "--help"]] {
+        let child = env.command(&args).spawn().unwrap();
+        let (code, out, _) = finish(child, T).await;
+        assert_eq!(code, 0, "args {args:?}");
+        assert!(!out.contains("not available"), "args {args:?}: {out}");
+    }
+    let child = env.command(&["--help"]).spawn().unwrap();
+    let (_, out, _) = finish(child, T).await;
+    let doctor = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("doctor"))
+        .unwrap_or_default();
+    assert!(doctor.contains("Check the machine"), "{out}");
+}
+
+#[tokio::test]
 async fn usage_errors_exit_2() {
     let env = Env::new(PeerConfig::default()).await;
     for args in [
@@ -85,6 +103,22 @@ async fn recording_preview_is_refused_and_audited() {
         "recording_preview_disabled"
     );
     env.verify_audit();
+    env.assert_no_connection(std::time::Duration::from_millis(200))
+        .await;
+}
+
+#[tokio::test]
+async fn recording_preview_is_refused_even_when_the_audit_log_cannot_be_written() {
+    // 10.1 item 1: exit 78 and the recording message, also when the audit write fails.
+    let env = Env::new(PeerConfig::default()).await;
+    let blocker = env.dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let mut c = env.command(&["start", "--enable-recording"]);
+    c.env("AUTOGPT_SHIM_AUDIT_LOG_PATH", blocker.join("audit.log"));
+    let (code, _, err) = finish(c.spawn().unwrap(), T).await;
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("design preview"), "{err}");
+    assert!(err.contains("could not be written"), "{err}");
     env.assert_no_connection(std::time::Duration::from_millis(200))
         .await;
 }

@@ -102,13 +102,13 @@ async fn control_conn(env: &Env) -> Connection {
 }
 
 /// Starts the daemon in control mode and waits for its control connection.
-async fn start(env: &Env, extra_env: &[(&str, &str)]) -> (Child, Connection) {
+pub(super) async fn start(env: &Env, extra_env: &[(&str, &str)]) -> (Child, Connection) {
     let child = env.start_control(extra_env);
     (child, control_conn(env).await)
 }
 
 /// Activates revision 1 of `sid` and waits for its child's data connection.
-async fn activate_child(env: &Env, conn: &Connection, sid: &str) -> Connection {
+pub(super) async fn activate_child(env: &Env, conn: &Connection, sid: &str) -> Connection {
     let r = conn.request(activate(sid, 1), T).await.unwrap();
     assert_eq!(r.frame.message_type(), MessageType::SessionActivated);
     env.next().await
@@ -129,7 +129,7 @@ pub(super) async fn two_revisions(
 }
 
 /// Browses home → `name`, attaches `sid` there.
-async fn browse_and_attach(conn: &Connection, sid: &str, name: &str) -> SessionAttached {
+pub(super) async fn browse_and_attach(conn: &Connection, sid: &str, name: &str) -> SessionAttached {
     let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
     let home = &top.entries[0];
     let l = listing(

@@ -112,10 +112,21 @@ async fn advertisement_follows_the_session_and_the_window_manager() {
         [
             "screenshot",
             "input",
-            "windows",
             "apps",
-            "clipboard",
-            "permissions"
+            "permissions",
+            "windows",
+            "clipboard"
+        ]
+    );
+    // 2.2: the base list, then the window and clipboard flags, in that order.
+    assert_eq!(
+        conn.hello.computer_use_features[12..],
+        [
+            "permissions.check",
+            "window.list",
+            "window.focus",
+            "clipboard.read",
+            "clipboard.write"
         ]
     );
     assert_eq!(conn.hello.computer_use_features.len(), 17);

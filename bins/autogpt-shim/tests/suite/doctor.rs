@@ -87,6 +87,8 @@ async fn legacy_mode_with_everything_in_place_passes_and_creates_the_root() {
             "audit_key",
             "credentials",
             "recording",
+            "local_llm",
+            "hardware",
             "display_server",
             "window_list",
             "display"
@@ -223,4 +225,53 @@ async fn an_x11_desktop_is_enumerated() {
     assert_eq!(r.marker("window_list"), "OK", "{}", r.raw);
     assert_eq!(r.get("clipboard"), ("OK", "X11 selections (built in)"));
     assert_eq!(r.get("display"), ("OK", "1 display(s): 1024x768"));
+}
+
+#[tokio::test]
+async fn local_model_and_hardware_state_are_reported() {
+    let env = Env::new(PeerConfig::default()).await;
+    let legacy = ["--allowed-root", env.root_str(), "--session-id", SID];
+    let r = doctor(&env, &legacy, &[]).await;
+    assert_eq!(r.get("local_llm"), ("INFO", "not enabled"));
+    assert_eq!(r.get("hardware"), ("INFO", "not enabled"));
+
+    let ollama = shim_platform_peer::ollama::FakeOllama::start(
+        shim_platform_peer::ollama::Tags::Models(vec!["llama3:8b".into()]),
+        shim_platform_peer::ollama::Chat::Hang,
+    )
+    .await
+    .unwrap();
+    let url = ollama.url();
+    let dir = tempfile::tempdir().unwrap();
+    let dev = dir.path().join("dev");
+    std::fs::create_dir_all(&dev).unwrap();
+    std::fs::write(dev.join("gpiochip0"), "").unwrap();
+    let vars = [
+        ("AUTOGPT_SHIM_ENABLE_LOCAL_LLM", "true"),
+        ("AUTOGPT_SHIM_OLLAMA_URL", url.as_str()),
+        ("AUTOGPT_SHIM_ENABLE_HARDWARE", "true"),
+        ("AUTOGPT_SHIM_HARDWARE_DEVFS_ROOT", dev.to_str().unwrap()),
+        (
+            "AUTOGPT_SHIM_HARDWARE_SYSFS_ROOT",
+            dir.path().to_str().unwrap(),
+        ),
+    ];
+    let r = doctor(&env, &legacy, &vars).await;
+    assert_eq!(r.code, 0, "{}", r.raw);
+    let (m, detail) = r.get("local_llm");
+    assert_eq!(m, "OK");
+    assert!(detail.contains("offers 1 model(s): llama3:8b"), "{detail}");
+    let (m, detail) = r.get("hardware");
+    assert_eq!(m, "OK");
+    assert!(
+        detail.contains("hardware_serial, hardware_usb, hardware_gpio")
+            && detail.contains("1 device(s)")
+            && detail.contains("protocol none"),
+        "{detail}"
+    );
+    // An Ollama that is not there: a warning, not a failure.
+    drop(ollama);
+    let r = doctor(&env, &legacy, &vars).await;
+    assert_eq!(r.code, 0, "{}", r.raw);
+    assert_eq!(r.marker("local_llm"), "WARN");
 }

@@ -8,9 +8,13 @@ mod cu;
 mod doctor;
 mod edge;
 pub(crate) mod harness;
+#[cfg(target_os = "linux")]
+mod hw;
 mod legacy;
+mod llm;
 mod oauth;
 #[cfg(unix)]
 mod policy;
 #[cfg(windows)]
 mod windows;
+mod recording;

@@ -37,6 +37,49 @@ impl Marker {
     }
 }
 
+/// The local-model route: off, or what the Ollama probe of every HELLO finds now
+/// (COMPUTER_USE_HW.md 8.2; a loopback or user-chosen URL, never the platform).
+fn local_llm_check(settings: &Settings) -> Check {
+    if !settings.enable_local_llm {
+        return check("local_llm", Marker::Info, "not enabled");
+    }
+    let machine = crate::runtime::llm::LlmMachine::new(settings);
+    let probed = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| rt.block_on(machine.probe()));
+    match probed {
+        Ok(models) => check(
+            "local_llm",
+            Marker::Ok,
+            format!(
+                "{} offers {} model(s): {}",
+                settings.ollama_url,
+                models.len(),
+                models.join(", ")
+            ),
+        ),
+        Err(why) => check(
+            "local_llm",
+            Marker::Warn,
+            format!("local_llm will not be advertised: {why}"),
+        ),
+    }
+}
+
+/// Hardware: what would be advertised, how many devices are present, and whether the
+/// PROPOSED operations are opted into (COMPUTER_USE_HW.md 9).
+fn hardware_check(settings: &Settings) -> Check {
+    let machine = crate::runtime::hw::HwMachine::new(settings);
+    let marker = if settings.enable_hardware {
+        Marker::Ok
+    } else {
+        Marker::Info
+    };
+    check("hardware", marker, machine.summary())
+}
+
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
@@ -121,6 +164,8 @@ pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
     } else {
         check("recording", Marker::Ok, "not enabled")
     });
+    out.push(local_llm_check(settings));
+    out.push(hardware_check(settings));
     // One connection to the display server serves the platform and display checks.
     let desktop = shim_cu::open(&shim_cu::OpenOptions {
         display: settings.computer_use_display.clone(),

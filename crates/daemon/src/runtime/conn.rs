@@ -94,6 +94,10 @@ pub(crate) struct Runtime {
     pub(crate) uses_work_limit: bool,
     /// Computer-use state of this runtime (window ids, clipboard writeback).
     pub(crate) cu: Arc<crate::runtime::cu::CuSession>,
+    /// The local-LLM model list probed at this runtime's last HELLO.
+    pub(crate) llm: Arc<crate::runtime::llm::LlmSession>,
+    /// Hardware state of this runtime (serial handles).
+    pub(crate) hw: Arc<crate::runtime::hw::HwSession>,
 }
 
 enum ConnEnd {
@@ -355,6 +359,8 @@ impl Runtime {
             self.machine.settings.enable_shell,
         );
         crate::runtime::cu::advertise(&self.machine.cu, &self.cu, &mut hello).await;
+        crate::runtime::llm::advertise(&self.machine.llm, &self.llm, &mut hello).await;
+        crate::runtime::hw::advertise(&self.machine.hw, &self.hw, &mut hello);
         let hello_id = uuid::Uuid::new_v4().to_string();
         let text =
             match frame::encode_shim(&hello_id, now_ts(), None, &Message::Hello(hello.clone())) {
@@ -800,6 +806,15 @@ impl Runtime {
     }
 
     fn malformed(&self, conn: &Conn, e: &DecodeError) {
+        // COMPUTER_USE_HW.md 10.1 item 3: a recording request is refused as the gate would,
+        // whatever its payload holds (only the id is needed).
+        if let Some((id, ty)) = e.answerable()
+            && ty.required_capability() == Some(Capability::Recording)
+        {
+            let refusal = recording_refusal(conn, matches!(self.role, Role::Control));
+            conn.send_response(id, &refusal, Some(conn.capacity()));
+            return;
+        }
         match (e.answerable(), e.error_payload()) {
             (Some((id, ty)), Some(payload))
                 if !ty.expected_responses().is_empty() && ty != MessageType::Ping =>
@@ -810,6 +825,50 @@ impl Runtime {
             _ => tracing::warn!(error = %e, "dropping an invalid frame"),
         }
     }
+}
+
+/// The refusal of a recording request (COMPUTER_USE_HW.md 10.1 item 3): `recording` is
+/// never advertised, so never granted.
+fn recording_refusal(conn: &Conn, is_control: bool) -> Message {
+    if is_control {
+        return error_msg(
+            ErrorCode::FeatureNotSupported,
+            "Execution operations require an activated per-session data connection.",
+        );
+    }
+    capability_refusal(conn, &Capability::Recording)
+}
+
+fn capability_refusal(conn: &Conn, cap: &Capability) -> Message {
+    Message::Error(ErrorPayload::with_details(
+        ErrorCode::CapabilityNotGranted,
+        format!(
+            "The {} capability was not granted for this connection.",
+            cap.as_str()
+        ),
+        &CapabilityNotGrantedDetails {
+            capability: cap.as_str().to_owned(),
+            required_capability: cap.as_str().to_owned(),
+            granted_capabilities: conn.negotiated.granted_sorted(),
+        },
+    ))
+}
+
+/// Whether gate refusals (control connection, capability) of `ty` go unaudited: the
+/// requests of COMPUTER_USE_HW.md (computer use, local LLM, recording, hardware), whose
+/// section 1.3 / 6 say such rejections are not audited.
+fn gate_refusal_unaudited(ty: MessageType) -> bool {
+    matches!(
+        ty.required_capability(),
+        Some(
+            Capability::ComputerUse
+                | Capability::LocalLlm
+                | Capability::Recording
+                | Capability::HardwareSerial
+                | Capability::HardwareUsb
+                | Capability::HardwareGpio
+        )
+    )
 }
 
 fn pong_wait(since: Option<Instant>, timeout: Duration) -> Duration {
@@ -862,8 +921,8 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
     let is_control = matches!(rt.role, Role::Control);
     // Step 7: the control connection never executes anything (6.3).
     if is_control && !ty.is_control_request() {
-        // COMPUTER_USE_HW.md 1.3: computer-use refusals at steps 1-2 are not audited.
-        if !crate::runtime::cu::is_cu(ty) {
+        // COMPUTER_USE_HW.md 1.3: refusals at steps 1-2 of that area are not audited.
+        if !gate_refusal_unaudited(ty) {
             rt.audit
                 .refusal(ty.as_str(), &f.id, &ErrorCode::FeatureNotSupported)
                 .await?;
@@ -878,24 +937,18 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         // A stray response type on a data connection: no reply (step 10).
         return Ok(None);
     };
-    if !conn.negotiated.is_granted(&cap) {
-        if !crate::runtime::cu::is_cu(ty) {
+    let granted = if crate::runtime::hw::is_hw(ty) {
+        crate::runtime::hw::granted(&conn.negotiated, ty)
+    } else {
+        conn.negotiated.is_granted(&cap)
+    };
+    if !granted {
+        if !gate_refusal_unaudited(ty) {
             rt.audit
                 .refusal(ty.as_str(), &f.id, &ErrorCode::CapabilityNotGranted)
                 .await?;
         }
-        return Ok(Some(Message::Error(ErrorPayload::with_details(
-            ErrorCode::CapabilityNotGranted,
-            format!(
-                "The {} capability was not granted for this connection.",
-                cap.as_str()
-            ),
-            &CapabilityNotGrantedDetails {
-                capability: cap.as_str().to_owned(),
-                required_capability: cap.as_str().to_owned(),
-                granted_capabilities: conn.negotiated.granted_sorted(),
-            },
-        ))));
+        return Ok(Some(capability_refusal(conn, &cap)));
     }
     if is_control {
         let Some(control) = &rt.control else {
@@ -943,6 +996,16 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         Message::FileDelete(p) => data.delete(id, p).await,
         Message::FileMove(p) => data.rename(id, p).await,
         Message::ExecuteCommand(p) => data.execute(id, p).await,
+        Message::LocalLlmCompletion(p) => {
+            // Chunks carry the request id and `pending_capacity: null` (8.4).
+            let chunk = |m: Message| conn.send_response(id, &m, None);
+            crate::runtime::llm::complete(&rt.machine.llm, &rt.llm, &rt.audit, id, p, &chunk).await
+        }
+        m if crate::runtime::hw::is_hw(ty) => {
+            let max = conn.negotiated.limits.max_file_size_bytes;
+            let n = &conn.negotiated;
+            crate::runtime::hw::handle(&rt.machine.hw, &rt.hw, &rt.audit, n, max, id, &m).await
+        }
         m if crate::runtime::cu::is_cu(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;
             match crate::runtime::cu::handle(&rt.cu, &rt.audit, max, id, &m).await {

@@ -807,6 +807,8 @@ impl Control {
             control: None,
             uses_work_limit: true,
             cu: Default::default(),
+            llm: Default::default(),
+            hw: Default::default(),
         };
         Ok(ReadyChild {
             binding: b.clone(),

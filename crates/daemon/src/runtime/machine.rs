@@ -185,4 +185,8 @@ pub(crate) struct Machine {
     pub(crate) paused: std::sync::atomic::AtomicBool,
     /// Bumped by `autogpt-shim kill`: every command running then is ended with its tree.
     pub(crate) kill: tokio::sync::watch::Sender<u64>,
+    /// The local-model route: its HTTP client and single-flight slot.
+    pub(crate) llm: Arc<crate::runtime::llm::LlmMachine>,
+    /// Hardware: what is advertised and served.
+    pub(crate) hw: Arc<crate::runtime::hw::HwMachine>,
 }

@@ -8,6 +8,8 @@
 //! * [`auditor`], [`blocking`], [`session_locks`]: the audit writer handle, blocking work that
 //!   is audited even when its request is cancelled, per-session locks.
 //! * [`approvals`]: commands the policy holds for the local user's answer.
+//! * [`llm`]: the local-model route (Ollama discovery and completions).
+//! * [`hw`]: hardware advertisement and the PROPOSED operations.
 //! * [`cu`]: computer-use state and dispatch.
 //! * [`machine`]: the process-wide state (settings, identity, audit, limits, tokens).
 //! * [`data`]: dispatch of data requests to the jail and the executor.
@@ -32,6 +34,8 @@ pub mod handshake;
 pub mod harden;
 #[cfg(unix)]
 pub(crate) mod ipc_server;
+pub(crate) mod hw;
+pub(crate) mod llm;
 pub(crate) mod machine;
 pub(crate) mod session_locks;
 pub mod start;

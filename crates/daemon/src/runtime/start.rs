@@ -80,6 +80,25 @@ pub fn identity(settings: &Settings) -> Result<Identity, DaemonError> {
     })
 }
 
+/// The start-up refusal of the recording preview (COMPUTER_USE_HW.md 10.1 item 1).
+fn recording_refused(suffix: String) -> DaemonError {
+    DaemonError::Preflight(format!(
+        "workflow recording is a design preview: capture and interpretation are incomplete, so --enable-recording / enable_recording cannot be used{suffix}"
+    ))
+}
+
+/// An audit set-up failure; with the recording preview enabled the refusal still names
+/// recording (10.1 item 1: exit 78 with that message also when the audit write fails).
+fn recording_first(settings: &Settings, audit_error: String) -> DaemonError {
+    if settings.enable_recording {
+        recording_refused(format!(
+            " (and the DAEMON_PREFLIGHT_FAILED audit record could not be written: {audit_error})"
+        ))
+    } else {
+        DaemonError::Preflight(audit_error)
+    }
+}
+
 fn platform_name(i: &Identity) -> &'static str {
     i.platform.as_str()
 }
@@ -129,20 +148,16 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             "WARNING: shell execution is enabled. Shell commands can do anything your user account can do."
         );
     }
-    if settings.enable_local_llm || settings.enable_hardware {
-        tracing::warn!(
-            "local LLM and hardware are not available in this build; they are not advertised"
-        );
-    }
     let _ = out.flush();
 
     // Step 2: the audit writer (fail closed, 1.19).
     let legacy = legacy_key.as_ref().map(|(p, s)| (p.as_path(), s));
     let (key, created) =
         shim_auth::audit_key::load_or_create(store.as_ref(), legacy).map_err(|e| {
-            DaemonError::Preflight(format!(
-                "cannot initialise the mandatory audit log: audit key: {e}"
-            ))
+            recording_first(
+                &settings,
+                format!("cannot initialise the mandatory audit log: audit key: {e}"),
+            )
         })?;
     if created {
         tracing::info!("created a new audit key");
@@ -156,7 +171,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         wcfg.default_session = sid.clone();
     }
     let log = AuditLog::open(wcfg, key.clone())
-        .map_err(|e| DaemonError::Preflight(format!("{e} (mandatory audit log)")))?;
+        .map_err(|e| recording_first(&settings, format!("{e} (mandatory audit log)")))?;
     let failed = CancellationToken::new();
     let audit = Auditor::new(log, failed);
 
@@ -173,14 +188,11 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             .result(r)
             .request_id(uuid::Uuid::new_v4().to_string());
         let written = audit.write(ev).await.is_ok();
-        return Err(DaemonError::Preflight(format!(
-            "workflow recording is a design preview: capture and interpretation are incomplete, so --enable-recording / enable_recording cannot be used{}",
-            if written {
-                ""
-            } else {
-                " (and the DAEMON_PREFLIGHT_FAILED audit record could not be written)"
-            }
-        )));
+        return Err(recording_refused(if written {
+            String::new()
+        } else {
+            " (and the DAEMON_PREFLIGHT_FAILED audit record could not be written)".to_owned()
+        }));
     }
 
     // Step 4: credentials ([H-12]).
@@ -255,6 +267,8 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         approvals: Arc::new(Approvals::new(settings.approval_timeout)),
         paused: std::sync::atomic::AtomicBool::new(false),
         kill: tokio::sync::watch::Sender::new(0),
+        llm: Arc::new(crate::runtime::llm::LlmMachine::new(&settings)),
+        hw: Arc::new(crate::runtime::hw::HwMachine::new(&settings)),
     });
     let ipc_stop = CancellationToken::new();
     #[cfg(unix)]
@@ -275,6 +289,8 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
                 control: None,
                 uses_work_limit: false,
                 cu: Default::default(),
+                llm: Default::default(),
+                hw: Default::default(),
             };
             rt.run().await
         }
@@ -292,6 +308,8 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
                 control: Some(control.clone()),
                 uses_work_limit: false,
                 cu: Default::default(),
+                llm: Default::default(),
+                hw: Default::default(),
             };
             let o = rt.run().await;
             reaper_stop.cancel();

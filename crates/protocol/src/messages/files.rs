@@ -175,11 +175,13 @@ pub struct FileList {
     /// Include dot entries.
     #[serde(default)]
     pub include_hidden: bool,
-    /// Stop after this many entries.
+    /// Stop after this many entries; at least 1 (JAIL_FILES_EXEC.md 5.2).
     #[serde(
         default = "default_max_entries",
-        deserialize_with = "crate::values::lenient_int::de"
+        deserialize_with = "crate::values::positive"
     )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
+    #[cfg_attr(any(test, feature = "arbitrary"), proptest(strategy = "1u64.."))]
     pub max_entries: u64,
 }
 
