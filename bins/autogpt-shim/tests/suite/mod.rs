@@ -6,6 +6,7 @@ mod control;
 #[cfg(target_os = "linux")]
 mod cu;
 mod doctor;
+mod durability;
 mod edge;
 pub(crate) mod harness;
 mod legacy;
