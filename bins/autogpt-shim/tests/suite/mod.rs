@@ -1,6 +1,7 @@
 //! Shared harness and the test modules.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod clean_stop;
 mod cli;
 mod control;
 #[cfg(target_os = "linux")]
