@@ -4,6 +4,7 @@
 mod clean_stop;
 mod cli;
 mod control;
+mod control_cancel;
 #[cfg(target_os = "linux")]
 mod cu;
 mod doctor;
