@@ -388,7 +388,10 @@ impl Control {
         Fut: std::future::Future<Output = Result<Message, AuditFailed>> + Send + 'static,
     {
         let Some(me) = self.me.upgrade() else {
-            return Ok(err(ErrorCode::InternalError, "the control plane is stopping"));
+            return Ok(err(
+                ErrorCode::InternalError,
+                "the control plane is stopping",
+            ));
         };
         let running = self.inflight.clone().read_owned().await;
         let work = work(me);
