@@ -324,6 +324,7 @@ fn ci(root: &Path) -> Result<()> {
             .env("SHIM_REQUIRE_KEYRING", "1")
             .env("SHIM_REQUIRE_OIDC", "1")
             .env("SHIM_EXEC_REQUIRE_ZSH", "1")
+            .env("SHIM_REQUIRE_TMPFS", "1")
             .status()
             .context("cannot run cargo test")?;
         check(status, "cargo test --workspace")

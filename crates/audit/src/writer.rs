@@ -135,6 +135,9 @@ struct Core {
     buf: Vec<u8>,
     shared: Arc<Shared>,
     unsynced: u64,
+    /// Test seam: the next flush writes only this many bytes, then fails as a full disk would.
+    #[cfg(test)]
+    short_write: Option<usize>,
 }
 
 fn open_err(path: &Path, e: &std::io::Error) -> AuditError {
@@ -257,6 +260,8 @@ impl Core {
             buf: Vec::with_capacity(64 * 1024),
             shared,
             unsynced: 0,
+            #[cfg(test)]
+            short_write: None,
             cfg,
             key,
         };
@@ -302,10 +307,51 @@ impl Core {
         self.poisoned = true;
         self.buf.clear();
         self.unsynced = 0;
+        self.undo_partial_write();
         AuditError::Write {
             path: self.cfg.path.clone(),
             message: e.to_string(),
         }
+    }
+
+    /// Cuts the file back to the end of its last durable record (`self.size`) and makes that
+    /// durable, so that a failed or short write (a full disk) never leaves half a record
+    /// behind: the log the daemon leaves when it gives up verifies, and the next start
+    /// continues its chain instead of rotating it aside. Several records of one group commit
+    /// that fail together are all removed; none of them was answered.
+    fn undo_partial_write(&mut self) {
+        let len = match self.file.metadata() {
+            Ok(m) => m.len(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot stat the audit log after a failed write");
+                return;
+            }
+        };
+        if len <= self.size {
+            return;
+        }
+        if let Err(e) = self.file.set_len(self.size) {
+            tracing::error!(error = %e, "cannot cut a partly written audit record off the log");
+            return;
+        }
+        if let Err(e) = self.file.sync_data() {
+            tracing::warn!(error = %e, "fsync of the audit log after undoing a failed write failed");
+        }
+    }
+
+    /// Writes the whole buffer (the test seam may cut it short).
+    fn write_buf(&mut self) -> std::io::Result<()> {
+        #[cfg(test)]
+        if let Some(n) = self.short_write.take() {
+            let n = n.min(self.buf.len());
+            self.file.write_all(&self.buf[..n])?;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "injected short write",
+            ));
+        }
+        self.file.write_all(&self.buf)?;
+        self.file.flush()
     }
 
     /// Writes the buffered lines with one write and makes them durable.
@@ -313,10 +359,7 @@ impl Core {
         if self.buf.is_empty() {
             return Ok(());
         }
-        if let Err(e) = self.file.write_all(&self.buf) {
-            return Err(self.fail(&e));
-        }
-        if let Err(e) = self.file.flush() {
+        if let Err(e) = self.write_buf() {
             return Err(self.fail(&e));
         }
         // 1.11 step 4: an fsync error is logged but does not fail the write.
@@ -658,3 +701,7 @@ impl SessionAudit {
         self.log.append_blocking(ev)
     }
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

@@ -150,6 +150,8 @@ pub use process::spawn_pipe;
 pub use process::spawn_pty;
 #[cfg(unix)]
 pub use process::start_sentinel;
+#[cfg(unix)]
+pub use process::stop_sentinel;
 pub use spec::Argv;
 pub use spec::CommandRequest;
 pub use spec::CommandResult;

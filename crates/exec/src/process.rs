@@ -232,6 +232,37 @@ pub fn start_sentinel() -> Result<(), ExecError> {
     Ok(())
 }
 
+/// How long [`stop_sentinel`] waits for the sentinel to exit before it kills it.
+const SENTINEL_STOP_WAIT: Duration = Duration::from_secs(2);
+
+/// Ends the daemon's sentinel and reaps it, for a clean stop (call it last, after every
+/// command has finished): closing the registration pipe makes the sentinel kill every
+/// command group still registered and exit at once, as it would if the daemon died. If it
+/// has not exited after a while it is killed. Idempotent; a later command would start a new
+/// one.
+pub fn stop_sentinel() {
+    let taken = SENTINEL.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let Some(Sentinel { writer, mut child }) = taken else {
+        return;
+    };
+    drop(writer);
+    let deadline = std::time::Instant::now() + SENTINEL_STOP_WAIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => return,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok(None) => {
+                tracing::warn!("exec sentinel did not exit when the daemon stopped; killing it");
+                let _ = child.kill();
+                let _ = child.wait();
+                return;
+            }
+        }
+    }
+}
+
 /// Registers a command's process group with the daemon's sentinel (see
 /// `supervise.rs`), starting or restarting the sentinel if needed.
 fn register_group(pgid: i32) -> Result<(), ExecError> {

@@ -68,10 +68,60 @@ pub(crate) fn install_child_setup(cmd: &mut std::process::Command, cwd: RawFd) {
 /// registration pipe.
 pub(crate) fn install_sentinel(cmd: &mut std::process::Command, reg_r: RawFd) {
     use std::os::unix::process::CommandExt;
+    let args = arg_area();
     // SAFETY: the closure runs in the child after fork; `sentinel_main` uses only
     // async-signal-safe system calls, a fixed-size stack array and no allocation or lock.
     unsafe {
-        cmd.pre_exec(move || sentinel_main(reg_r));
+        cmd.pre_exec(move || sentinel_main(reg_r, args));
+    }
+}
+
+/// What the sentinel calls itself: its process name (`comm`, at most 15 bytes) and its
+/// command line, so that `ps` and `pgrep autogpt-shim` never take it for a second daemon
+/// (it is a fork that never execs, so it would otherwise show the daemon's argv).
+pub(crate) const SENTINEL_TITLE: &str = "shim-sentinel";
+
+/// `[arg_start, arg_end)` of this process's argument strings (fields 48 and 49 of
+/// `/proc/self/stat`), read before the fork because the child may not allocate.
+fn arg_area() -> Option<(usize, usize)> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the command name, which may itself contain spaces and ')'.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let mut fields = rest.split_whitespace().skip(48 - 3);
+        let start: usize = fields.next()?.parse().ok()?;
+        let end: usize = fields.next()?.parse().ok()?;
+        (start > 0 && end > start && end - start <= 1 << 20).then_some((start, end))
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    None
+}
+
+/// Renames the calling (forked, never exec'ing) process to [`SENTINEL_TITLE`].
+///
+/// SAFETY (caller): only called in the forked sentinel, which never returns to code that reads
+/// its argument strings; `args` is the parent's argument area, inherited by the fork.
+unsafe fn retitle(args: Option<(usize, usize)>) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let mut name = [0u8; 16];
+        let n = SENTINEL_TITLE.len().min(15);
+        name[..n].copy_from_slice(&SENTINEL_TITLE.as_bytes()[..n]);
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0) };
+    }
+    if let Some((start, end)) = args {
+        let len = end - start;
+        let p = start as *mut u8;
+        let n = SENTINEL_TITLE.len().min(len - 1);
+        // SAFETY: [start, end) is this process's own argument area (mapped, writable, a
+        // copy-on-write copy of the daemon's); it is cleared, then the title is written with
+        // a NUL after it, so /proc/PID/cmdline reads the title alone.
+        unsafe {
+            std::ptr::write_bytes(p, 0, len);
+            std::ptr::copy_nonoverlapping(SENTINEL_TITLE.as_ptr(), p, n);
+        }
     }
 }
 
@@ -101,7 +151,7 @@ unsafe fn close_from(from: RawFd) {
 const MAX_GROUPS: usize = 4096;
 
 /// The sentinel: never returns.
-fn sentinel_main(reg_r: RawFd) -> io::Result<()> {
+fn sentinel_main(reg_r: RawFd, args: Option<(usize, usize)>) -> io::Result<()> {
     const REG: RawFd = 0;
     let mut groups = [0 as libc::pid_t; MAX_GROUPS];
     let mut len = 0usize;
@@ -111,6 +161,7 @@ fn sentinel_main(reg_r: RawFd) -> io::Result<()> {
         if libc::setsid() == -1 {
             return Err(io::Error::last_os_error());
         }
+        retitle(args);
         // Do not pin the daemon's working directory (or its mount).
         libc::chdir(c"/".as_ptr());
         let mut all: libc::sigset_t = std::mem::zeroed();

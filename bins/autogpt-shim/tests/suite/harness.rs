@@ -434,3 +434,52 @@ pub(crate) async fn raw_request(
     let kind = shim_protocol::MessageType::from_wire(ty).unwrap();
     conn.expect_raw_reply(id, kind, text, T).await.unwrap()
 }
+
+/// A small tmpfs mounted for one test, unmounted on drop.
+pub(crate) struct Tmpfs {
+    pub(crate) path: PathBuf,
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.path)
+            .status();
+    }
+}
+
+/// Mounts a tmpfs of `size` (e.g. `"32k"`) at `dir/name`. `None` (the caller skips, saying
+/// so) when mounting is not permitted here, unless `SHIM_REQUIRE_TMPFS=1` (CI runs as root),
+/// where it panics.
+pub(crate) fn small_tmpfs(dir: &Path, name: &str, size: &str) -> Option<Tmpfs> {
+    let path = dir.join(name);
+    std::fs::create_dir_all(&path).unwrap();
+    let out = std::process::Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            &format!("size={size},mode=0700"),
+            "tmpfs",
+        ])
+        .arg(&path)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Some(Tmpfs { path }),
+        other => {
+            let why = match other {
+                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_owned(),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                std::env::var("SHIM_REQUIRE_TMPFS").map_or(true, |v| v != "1"),
+                "SHIM_REQUIRE_TMPFS=1 but a tmpfs cannot be mounted: {why}"
+            );
+            eprintln!(
+                "skipping: cannot mount a tmpfs here ({why}); run as root to test a full disk"
+            );
+            None
+        }
+    }
+}

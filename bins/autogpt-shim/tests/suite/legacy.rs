@@ -676,6 +676,8 @@ async fn an_audit_write_failure_stops_the_daemon_with_78() {
     assert_eq!(closed.map(|c| c.0), Some(1011));
     let (exit, _, err) = finish(child, T).await;
     assert_eq!(exit, 78, "{err}");
+    // The failed append was undone: the log ends at a whole record and verifies.
+    env.verify_audit();
     env.assert_no_connection(Duration::from_millis(300)).await;
     env.assert_no_violations();
 }

@@ -1,11 +1,14 @@
 //! Shared harness and the test modules.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod clean_stop;
 mod cli;
 mod control;
+mod control_cancel;
 #[cfg(target_os = "linux")]
 mod cu;
 mod doctor;
+mod durability;
 mod edge;
 pub(crate) mod harness;
 #[cfg(target_os = "linux")]

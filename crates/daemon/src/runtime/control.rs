@@ -158,6 +158,11 @@ pub(crate) struct Control {
     children: Mutex<HashMap<String, Child>>,
     session_locks: SessionLocks,
     generation: Mutex<u64>,
+    /// Held (read) by every detached session operation ([`Control::detached`]); taken
+    /// (write) by [`Control::stop_all`] so that it waits for them.
+    inflight: Arc<tokio::sync::RwLock<()>>,
+    /// This control plane, for the tasks of [`Control::detached`].
+    me: std::sync::Weak<Control>,
 }
 
 fn err(code: ErrorCode, message: impl Into<String>) -> Message {
@@ -298,13 +303,15 @@ impl ControlPlane for Control {
 
 impl Control {
     pub(crate) fn new(machine: Arc<Machine>, audit: Auditor) -> Arc<Control> {
-        Arc::new(Control {
+        Arc::new_cyclic(|me| Control {
             machine,
             audit,
             state: Mutex::new(State::default()),
             children: Mutex::new(HashMap::new()),
             session_locks: SessionLocks::default(),
             generation: Mutex::new(0),
+            inflight: Arc::new(tokio::sync::RwLock::new(())),
+            me: me.clone(),
         })
     }
 
@@ -316,8 +323,10 @@ impl Control {
         self.stop_all().await;
     }
 
-    /// Stops every child and waits for them.
+    /// Stops every child and waits for them, after the detached session operations still
+    /// running (a restore whose connection dropped must not start a child after this).
     pub(crate) async fn stop_all(&self) {
+        let _quiet = self.inflight.write().await;
         let children: Vec<Child> = match self.children.lock() {
             Ok(mut c) => c.drain().map(|(_, v)| v).collect(),
             Err(_) => Vec::new(),
@@ -341,13 +350,23 @@ impl Control {
                 let _g = self.session_locks.lock(p.session_id.as_str()).await;
                 self.activate(id, p).await
             }
+            // These stop a live child before they write their record: run to the end even if
+            // the request is dropped (its control connection ended) meanwhile.
             Message::RestoreSession(p) => {
-                let _g = self.session_locks.lock(p.session_id.as_str()).await;
-                self.restore(id, p).await
+                let (id, p) = (id.to_owned(), p.clone());
+                self.detached(move |me| async move {
+                    let _g = me.session_locks.lock(p.session_id.as_str()).await;
+                    me.restore(&id, &p).await
+                })
+                .await
             }
             Message::DetachSession(p) => {
-                let _g = self.session_locks.lock(p.session_id.as_str()).await;
-                self.detach(id, p).await
+                let (id, p) = (id.to_owned(), p.clone());
+                self.detached(move |me| async move {
+                    let _g = me.session_locks.lock(p.session_id.as_str()).await;
+                    me.detach(&id, &p).await
+                })
+                .await
             }
             _ => return Ok(err(ErrorCode::FeatureNotSupported, "not a control request")),
         };
@@ -357,6 +376,37 @@ impl Control {
             "session request served"
         );
         r
+    }
+
+    /// Runs a session operation on a task of its own, as `blocking.rs` does for file
+    /// operations: dropping the request (its control connection ended) does not stop it
+    /// halfway, e.g. with the old child stopped, the new one never started and nothing
+    /// recorded. It finishes, writes its record, and [`Control::stop_all`] waits for it.
+    async fn detached<F, Fut>(&self, work: F) -> Result<Message, AuditFailed>
+    where
+        F: FnOnce(Arc<Control>) -> Fut,
+        Fut: std::future::Future<Output = Result<Message, AuditFailed>> + Send + 'static,
+    {
+        let Some(me) = self.me.upgrade() else {
+            return Ok(err(
+                ErrorCode::InternalError,
+                "the control plane is stopping",
+            ));
+        };
+        let running = self.inflight.clone().read_owned().await;
+        let work = work(me);
+        let task = tokio::spawn(async move {
+            let r = work.await;
+            drop(running);
+            r
+        });
+        match task.await {
+            Ok(r) => r,
+            Err(e) => Ok(err(
+                ErrorCode::InternalError,
+                format!("the session operation failed: {e}"),
+            )),
+        }
     }
 
     async fn list(&self, id: &str, p: &DirectoryListRequest) -> Result<Message, AuditFailed> {

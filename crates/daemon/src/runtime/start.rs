@@ -324,6 +324,10 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     if let Some(t) = ipc_task {
         let _ = t.await;
     }
+    // Nothing of ours outlives the daemon: end and reap the exec sentinel (it kills any
+    // command group still registered on the way out).
+    #[cfg(unix)]
+    let _ = tokio::task::spawn_blocking(shim_exec::stop_sentinel).await;
 
     // Step 6: SHIM_STOP best effort.
     if audit.failure().is_none() {
