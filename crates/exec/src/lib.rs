@@ -10,6 +10,8 @@
 #![cfg_attr(not(unix), allow(unused))]
 
 pub mod audit;
+#[cfg(target_os = "linux")]
+pub mod confine;
 pub mod env;
 mod error;
 #[cfg(unix)]
@@ -18,6 +20,8 @@ pub mod limits;
 pub mod output;
 #[cfg(unix)]
 mod process;
+pub mod sandbox;
+pub mod seatbelt;
 pub mod shell;
 pub mod spec;
 #[cfg(unix)]
