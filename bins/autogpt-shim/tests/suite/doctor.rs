@@ -87,6 +87,8 @@ async fn legacy_mode_with_everything_in_place_passes_and_creates_the_root() {
             "audit_key",
             "credentials",
             "recording",
+            "shell_sandbox",
+            "shell_network",
             "display_server",
             "window_list",
             "display"
