@@ -10,3 +10,4 @@ mod edge;
 pub(crate) mod harness;
 mod legacy;
 mod oauth;
+mod sandbox;
