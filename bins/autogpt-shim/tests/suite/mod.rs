@@ -10,4 +10,5 @@ mod edge;
 pub(crate) mod harness;
 mod legacy;
 mod oauth;
-mod sandbox;
+pub(crate) mod sandbox;
+mod sandbox_corpus;
