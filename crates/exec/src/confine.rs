@@ -174,7 +174,86 @@ pub struct Confinement {
     tmpdir: Option<tempfile::TempDir>,
     ruleset: Option<OwnedFd>,
     seccomp: Option<&'static [libc::sock_filter]>,
-    namespaces: Option<NsMaps>,
+    namespaces: Option<&'static SharedNs>,
+}
+
+/// The user and network namespace every `deny` command joins: made once per daemon (a new
+/// network namespace costs milliseconds to create and tear down; joining one costs
+/// microseconds). The open namespace descriptors keep it alive; no process stays in it.
+/// Commands running at the same time share its loopback interface.
+#[derive(Debug)]
+struct SharedNs {
+    user: OwnedFd,
+    net: OwnedFd,
+}
+
+fn shared_ns() -> Result<&'static SharedNs, SandboxError> {
+    static NS: OnceLock<Result<SharedNs, String>> = OnceLock::new();
+    match NS.get_or_init(|| make_shared_ns().map_err(|e| e.to_string())) {
+        Ok(ns) => Ok(ns),
+        Err(e) => Err(SandboxError(format!("network namespace: {e}"))),
+    }
+}
+
+/// A throw-away child enters new namespaces, says so through a pipe and waits; the daemon
+/// opens `/proc/PID/ns/{user,net}` and lets it exit.
+fn make_shared_ns() -> io::Result<SharedNs> {
+    use std::io::Read as _;
+    use std::os::unix::process::CommandExt;
+    let maps = NsMaps::current()?;
+    let (mut ready_r, ready_w) = std::io::pipe()?;
+    let (hold_r, hold_w) = std::io::pipe()?;
+    let (ready_fd, hold_fd, hold_w_fd) =
+        (ready_w.as_raw_fd(), hold_r.as_raw_fd(), hold_w.as_raw_fd());
+    let mut cmd = std::process::Command::new("shim-exec-netns-holder");
+    cmd.env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: the hook runs in the forked child, never returns to Rust code that owns the
+    // descriptors it closes, and only makes async-signal-safe system calls on data
+    // prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::close(hold_w_fd);
+            enter_namespaces(&maps)?;
+            if libc::dup2(hold_fd, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            libc::write(ready_fd, b"x".as_ptr().cast(), 1);
+            // Every other descriptor, std's exec-error pipe included (so that `spawn`
+            // returns although this child never execs).
+            libc::syscall(libc::SYS_close_range, 1u32, u32::MAX, 0u32);
+            let mut b = 0u8;
+            // Blocks until the daemon closes its end.
+            libc::read(0, (&raw mut b).cast(), 1);
+            libc::_exit(0)
+        });
+    }
+    let child = cmd.spawn();
+    drop(ready_w);
+    drop(hold_r);
+    let mut child = child?;
+    let mut b = [0u8; 1];
+    let got = ready_r.read(&mut b);
+    let pid = child.id();
+    let opened = match got {
+        Ok(1) => {
+            let open = |what: &str| -> io::Result<OwnedFd> {
+                Ok(std::fs::File::open(format!("/proc/{pid}/ns/{what}"))?.into())
+            };
+            open("user").and_then(|user| {
+                Ok(SharedNs {
+                    user,
+                    net: open("net")?,
+                })
+            })
+        }
+        _ => Err(io::Error::other("the namespace holder failed")),
+    };
+    drop(hold_w);
+    let _ = child.wait();
+    opened
 }
 
 impl Confinement {
@@ -218,16 +297,22 @@ impl Confinement {
                 .map_err(|e| err("private temporary directory", e))?;
             let tmp_path = std::fs::canonicalize(tmp.path())
                 .map_err(|e| err("private temporary directory", e))?;
-            let canonical = canonical_policy(policy);
-            let rules = crate::sandbox::fs_rules(&canonical, &tmp_path, &list_canonical);
-            c.ruleset = Some(build_ruleset(&rules, mechanism, true)?);
+            let opened = opened_rules(policy)?;
+            let tmp_fd =
+                PathFd::new(&tmp_path).map_err(|e| err("private temporary directory", e))?;
+            let tmp_rule = (tmp_fd, access_of(FsAccess::Write, true));
+            c.ruleset = Some(build_ruleset(
+                opened.iter().chain(std::iter::once(&tmp_rule)),
+                mechanism,
+                true,
+            )?);
             c.tmpdir = Some(tmp);
         } else if mechanism == Some(NetMechanism::Seccomp) && sup.landlock_abi >= 4 {
-            c.ruleset = Some(build_ruleset(&[], mechanism, false)?);
+            c.ruleset = Some(build_ruleset(std::iter::empty(), mechanism, false)?);
         }
         match mechanism {
             Some(NetMechanism::Namespace) => {
-                c.namespaces = Some(NsMaps::current().map_err(|e| err("user namespace", e))?);
+                c.namespaces = Some(shared_ns()?);
                 c.seccomp = Some(seccomp_program(false)?);
             }
             Some(NetMechanism::Seccomp) => c.seccomp = Some(seccomp_program(true)?),
@@ -290,8 +375,59 @@ fn access_of(a: FsAccess, is_dir: bool) -> BitFlags<AccessFs> {
     }
 }
 
-fn build_ruleset(
-    rules: &[crate::sandbox::FsRule],
+/// One opened rule: an `O_PATH` descriptor and the rights beneath it.
+type OpenedRule = (PathFd, BitFlags<AccessFs>);
+
+/// What the cached rules were computed from: the canonical policy and the modification
+/// times of the directories listed to hide the home (a new entry in `/tmp` changes it).
+type CacheKey = (SandboxPolicy, Vec<(PathBuf, i64, i64)>);
+
+/// The rules of `policy` except the private temporary directory, opened. Listing `/`
+/// (and `/tmp` when the home is below it) and opening every entry costs milliseconds, so
+/// the result is kept until the policy or one of the listed directories changes.
+fn opened_rules(policy: &SandboxPolicy) -> Result<Arc<Vec<OpenedRule>>, SandboxError> {
+    static CACHE: std::sync::Mutex<Option<(CacheKey, Arc<Vec<OpenedRule>>)>> =
+        std::sync::Mutex::new(None);
+    let canonical = canonical_policy(policy);
+    let mut listed: Vec<(PathBuf, i64, i64)> = Vec::new();
+    let dev = PathBuf::from("/dev");
+    for h in canonical.home.iter().chain(std::iter::once(&dev)) {
+        for dir in h.ancestors().skip(1) {
+            let (sec, nsec) = std::fs::metadata(dir).map_or((0, 0), |m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.mtime(), m.mtime_nsec())
+            });
+            listed.push((dir.to_owned(), sec, nsec));
+        }
+    }
+    let key = (canonical, listed);
+    let mut guard = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((k, rules)) = guard.as_ref()
+        && *k == key
+    {
+        return Ok(rules.clone());
+    }
+    // The temporary directory's rule is added per command: a placeholder here.
+    let placeholder = Path::new("/nonexistent/autogpt-shim-tmp");
+    let mut opened = Vec::new();
+    for r in crate::sandbox::fs_rules(&key.0, placeholder, &list_canonical) {
+        if r.path == placeholder {
+            continue;
+        }
+        let Ok(fd) = PathFd::new(&r.path) else {
+            // A device or listed path that does not exist here grants nothing.
+            continue;
+        };
+        let is_dir = std::fs::metadata(&r.path).is_ok_and(|m| m.is_dir());
+        opened.push((fd, access_of(r.access, is_dir)));
+    }
+    let opened = Arc::new(opened);
+    *guard = Some((key, opened.clone()));
+    Ok(opened)
+}
+
+fn build_ruleset<'a>(
+    rules: impl Iterator<Item = &'a OpenedRule>,
     mechanism: Option<NetMechanism>,
     file_system: bool,
 ) -> Result<OwnedFd, SandboxError> {
@@ -311,14 +447,10 @@ fn build_ruleset(
             .map_err(e)?;
     }
     let mut created = rs.create().map_err(e)?;
-    for r in rules {
-        let Ok(fd) = PathFd::new(&r.path) else {
-            // A device or listed path that does not exist here grants nothing.
-            continue;
-        };
-        let is_dir = std::fs::metadata(&r.path).is_ok_and(|m| m.is_dir());
+    for (fd, access) in rules {
+        use std::os::fd::AsFd;
         created = created
-            .add_rule(PathBeneath::new(fd, access_of(r.access, is_dir)))
+            .add_rule(PathBeneath::new(fd.as_fd(), *access))
             .map_err(e)?;
     }
     Option::<OwnedFd>::from(created)
@@ -420,8 +552,16 @@ pub(crate) fn install(cmd: &mut std::process::Command, c: Arc<Confinement>) {
 
 /// In the child: applies every prepared part (see the module documentation).
 fn apply(c: &Confinement) -> io::Result<()> {
-    if let Some(ns) = &c.namespaces {
-        enter_namespaces(ns)?;
+    if let Some(ns) = c.namespaces {
+        // SAFETY: setns on descriptors owned by a static; the caller is a single-threaded
+        // forked child.
+        unsafe {
+            if libc::setns(ns.user.as_raw_fd(), libc::CLONE_NEWUSER) != 0
+                || libc::setns(ns.net.as_raw_fd(), libc::CLONE_NEWNET) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+        }
         // SAFETY: prctl with integer arguments.
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     }
