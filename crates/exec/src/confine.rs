@@ -388,7 +388,10 @@ type CacheKey = (SandboxPolicy, Vec<(PathBuf, i64, i64)>);
 fn opened_rules(policy: &SandboxPolicy) -> Result<Arc<Vec<OpenedRule>>, SandboxError> {
     static CACHE: std::sync::Mutex<Option<(CacheKey, Arc<Vec<OpenedRule>>)>> =
         std::sync::Mutex::new(None);
-    let canonical = canonical_policy(policy);
+    let mut canonical = canonical_policy(policy);
+    // The network part does not change the file-system rules.
+    canonical.network = NetworkMode::Allow;
+    canonical.net_mechanism = NetMechanism::Namespace;
     let mut listed: Vec<(PathBuf, i64, i64)> = Vec::new();
     let dev = PathBuf::from("/dev");
     for h in canonical.home.iter().chain(std::iter::once(&dev)) {
