@@ -133,6 +133,32 @@ async fn net_case(mech: NetMechanism) {
     let (code, stdout, _) = sh_ok(&closed, &f.root, &probe).await;
     assert_ne!(code, 0);
     assert!(!stdout.contains("CONNECTED"));
+    // UDP (a query that waits for its answer) and IPv6 are refused too.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let uport = udp.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut b = [0u8; 64];
+        while let Ok((n, from)) = udp.recv_from(&mut b) {
+            let _ = udp.send_to(&b[..n], from);
+        }
+    });
+    let udp_probe = format!(
+        "python3 -c \"import socket; u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(2); u.sendto(b'q', ('127.0.0.1', {uport})); u.recv(9); print('ANSWERED')\""
+    );
+    let (_, stdout, err) = sh_ok(&open, &f.root, &udp_probe).await;
+    assert!(stdout.contains("ANSWERED"), "allow: {err}");
+    let (code, stdout, _) = sh_ok(&closed, &f.root, &udp_probe).await;
+    assert!(code != 0 && !stdout.contains("ANSWERED"));
+    if let Ok(l6) = std::net::TcpListener::bind("[::1]:0") {
+        let p6 = l6.local_addr().unwrap().port();
+        let probe6 = format!(
+            "python3 -c \"import socket; socket.create_connection(('::1', {p6}), 2); print('CONNECTED')\""
+        );
+        let (_, stdout, err) = sh_ok(&open, &f.root, &probe6).await;
+        assert!(stdout.contains("CONNECTED"), "allow: {err}");
+        let (code, stdout, _) = sh_ok(&closed, &f.root, &probe6).await;
+        assert!(code != 0 && !stdout.contains("CONNECTED"));
+    }
     // Unix sockets are refused under deny.
     let (code, _, _) = sh_ok(
         &closed,
