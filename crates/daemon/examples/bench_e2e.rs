@@ -125,6 +125,8 @@ struct Daemon<'a> {
     root: &'a str,
     ws_base: String,
     audit_log: PathBuf,
+    /// Extra `start` flags (the sandbox comparison).
+    extra: Vec<&'static str>,
 }
 
 impl Daemon<'_> {
@@ -138,6 +140,7 @@ impl Daemon<'_> {
             SESSION,
             "--enable-shell",
         ])
+        .args(&self.extra)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", self.dir.join("home"))
@@ -352,6 +355,7 @@ async fn main() -> Res<()> {
         root: &root_s,
         ws_base: peer.ws_base(),
         audit_log: audit_dir.join("audit.log"),
+        extra: Vec::new(),
     };
 
     // Start-up, per credential store: the keychain (the default) when one answers, and the
@@ -455,6 +459,72 @@ async fn main() -> Res<()> {
     let throughput = done.load(Ordering::Relaxed) as f64 / load_started.elapsed().as_secs_f64();
     let (_, hwm) = memory_kib(pid)?;
 
+    // The command sandbox (issue 14): `EXECUTE_COMMAND true` with the sandbox off and
+    // with workspace-write + network deny, one daemon each, alternating in rounds so that
+    // load from other processes hits both alike. Its own home and folder sit beside the
+    // binary, not in /tmp: a home below /tmp makes every command re-list /tmp (see
+    // crates/exec/src/confine.rs), which a real home in /home does not.
+    let sandbox_top = tempfile::tempdir_in(bin.parent().ok_or("binary without a folder")?)?;
+    for d in ["home", "state", "config", "root"] {
+        std::fs::create_dir_all(sandbox_top.path().join(d))?;
+    }
+    let sandbox_root = std::fs::canonicalize(sandbox_top.path().join("root"))?;
+    let sandbox_root_s = sandbox_root
+        .to_str()
+        .ok_or("root path is not UTF-8")?
+        .to_owned();
+    let sandbox_creds = file_store(&sandbox_top.path().join("creds"), KdfParams::MIN_ACCEPTED)?;
+    let mut off_samples = Vec::new();
+    let mut on_samples = Vec::new();
+    let per_round = (iters / 16).max(4);
+    for _ in 0..4 {
+        for (flags, out) in [
+            (
+                vec!["--shell-sandbox", "off", "--shell-network", "allow"],
+                &mut off_samples,
+            ),
+            (
+                vec![
+                    "--shell-sandbox",
+                    "workspace-write",
+                    "--shell-network",
+                    "deny",
+                ],
+                &mut on_samples,
+            ),
+        ] {
+            let d = Daemon {
+                bin: &bin,
+                dir: sandbox_top.path(),
+                root: &sandbox_root_s,
+                ws_base: peer.ws_base(),
+                audit_log: sandbox_top.path().join("audit.log"),
+                extra: flags,
+            };
+            let (mut c, conn, _) = d.start(&peer, &sandbox_creds).await?;
+            for _ in 0..per_round {
+                let started = Instant::now();
+                let r = conn
+                    .request(
+                        Message::ExecuteCommand(ExecuteCommand {
+                            argv: Some(vec!["true".to_owned()]),
+                            ..ExecuteCommand::default()
+                        }),
+                        T,
+                    )
+                    .await?;
+                if r.frame.message_type() != M::CommandResult {
+                    return Err(format!("sandbox bench: {:?}", r.frame.message).into());
+                }
+                out.push(started.elapsed());
+            }
+            let _ = c.start_kill();
+            let _ = c.wait().await;
+        }
+    }
+    let sandbox_off = percentiles(&mut off_samples);
+    let sandbox_on = percentiles(&mut on_samples);
+
     let frame = shim_protocol::frame::encode_platform(
         "0b7a0c34-8d5e-4f7e-9b1a-7c2d3e4f5a6b",
         1.0,
@@ -510,6 +580,26 @@ async fn main() -> Res<()> {
     println!(
         "  throughput at max_concurrent {max_concurrent}: {throughput:.0} FILE_STAT/s ({} refused)",
         refused.load(Ordering::Relaxed)
+    );
+    let delta = sandbox_on.0.saturating_sub(sandbox_off.0);
+    println!(
+        "  EXECUTE_COMMAND true, sandbox off          p50 {:>10} p99 {:>10}",
+        us(sandbox_off.0),
+        us(sandbox_off.1)
+    );
+    println!(
+        "  EXECUTE_COMMAND true, workspace-write+deny p50 {:>10} p99 {:>10}",
+        us(sandbox_on.0),
+        us(sandbox_on.1)
+    );
+    println!(
+        "  sandbox p50 within 0.5 ms of off: {} (+{})",
+        if delta <= Duration::from_micros(500) {
+            "PASS"
+        } else {
+            "FAIL"
+        },
+        us(delta)
     );
     if !violations.is_empty() {
         return Err(format!("the peer recorded protocol violations: {violations:?}").into());
