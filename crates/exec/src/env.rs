@@ -102,6 +102,7 @@ impl ChildEnv {
     }
 
     /// Sets `name` (POSIX: exact name), replacing any value; keeps the order sorted.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn set(&mut self, name: &str, value: &OsStr) {
         self.0.retain(|(k, _)| k != name);
         self.0.push((name.into(), value.to_owned()));

@@ -223,6 +223,7 @@ impl Executor {
             Err(e) => return Err(reject(e, details, Some(started))),
         };
         details.timeout_seconds = timeout.secs();
+        #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
         let mut env = ChildEnv::merge(self.config.os, &self.config.base_env, &wire_env);
         let (program, argv) = match self.resolve_program(&program, &env, &cwd) {
             Ok(p) => p,
@@ -446,6 +447,8 @@ impl PreparedCommand {
             }
         }
         drop(handle);
+        // Removes the private temporary directory (Linux; nothing to drop elsewhere).
+        #[cfg(target_os = "linux")]
         drop(confine);
         let raw = collector.finish();
         Ok(CommandResult {
