@@ -50,6 +50,18 @@ const TEST_PACKAGES: &[&str] = &[
     "gnome-keyring",
     "socat",
     "zsh",
+    // The sandbox corpus (bins/autogpt-shim/tests/suite/sandbox_corpus.rs): Debian's
+    // Python with venv, a C compiler, make, git, zip/unzip; setpriv (util-linux) drops
+    // the daemon to an unprivileged user for the attack tests.
+    "python3",
+    "python3-venv",
+    "gcc",
+    "libc6-dev",
+    "make",
+    "git",
+    "zip",
+    "unzip",
+    "util-linux",
 ];
 
 /// Packages `check-targets` checks for Windows. Not yet `shim-daemon`/`autogpt-shim`:

@@ -94,6 +94,13 @@ pub struct StartArgs {
     /// The recording design preview; `start` refuses to run with it.
     #[arg(long)]
     pub enable_recording: bool,
+    /// Confinement of shell commands: off, workspace-write (the default where supported)
+    /// or read-only.
+    #[arg(long, value_name = "MODE")]
+    pub shell_sandbox: Option<String>,
+    /// Network for shell commands: allow (the default) or deny.
+    #[arg(long, value_name = "MODE")]
+    pub shell_network: Option<String>,
 }
 
 /// `demo` options.

@@ -48,6 +48,11 @@ const KEYS: &[(&str, Kind)] = &[
     ("max_concurrent_commands", Kind::Int),
     ("command_timeout_seconds", Kind::Int),
     ("max_file_size_bytes", Kind::Int),
+    // Command confinement [addition] (docs/sandbox.md).
+    ("shell_sandbox", Kind::Str),
+    ("shell_network", Kind::Str),
+    ("shell_sandbox_writable", Kind::StrList),
+    ("shell_sandbox_readable", Kind::StrList),
     ("max_commands_per_minute", Kind::Int),
     ("max_screenshots_per_minute", Kind::Int),
     // Computer use [addition]: a private X display to drive, and screen rectangles
@@ -127,6 +132,10 @@ pub struct FlagOverrides {
     pub enable_clipboard_read_foreign: bool,
     /// `start --enable-recording`.
     pub enable_recording: bool,
+    /// `start --shell-sandbox`.
+    pub shell_sandbox: Option<String>,
+    /// `start --shell-network`.
+    pub shell_network: Option<String>,
 }
 
 /// Everything the loader reads, injectable for tests.
@@ -264,6 +273,15 @@ pub struct Settings {
     pub max_commands_per_minute: u32,
     /// Screenshots per sliding minute.
     pub max_screenshots_per_minute: u32,
+    /// `shell_sandbox` as given; `None` = the default (`workspace-write` where the OS can
+    /// enforce it, else `off`; see docs/sandbox.md).
+    pub shell_sandbox: Option<shim_exec::sandbox::SandboxMode>,
+    /// `shell_network` as given; `None` = `allow`.
+    pub shell_network: Option<shim_exec::sandbox::NetworkMode>,
+    /// `shell_sandbox_writable`: absolute paths a confined command may also write.
+    pub shell_sandbox_writable: Vec<PathBuf>,
+    /// `shell_sandbox_readable`: absolute paths in the home a confined command may read.
+    pub shell_sandbox_readable: Vec<PathBuf>,
     /// `computer_use_display`: the X display computer use drives instead of `DISPLAY`.
     pub computer_use_display: Option<String>,
     /// `computer_use_masked_regions`: `[x1, y1, x2, y2)` rectangles blacked out before
@@ -729,6 +747,14 @@ pub fn load(src: &ConfigSources) -> Result<Settings, ConfigError> {
             "--session-id".into(),
         );
     }
+    for (value, key, flag) in [
+        (&f.shell_sandbox, "shell_sandbox", "--shell-sandbox"),
+        (&f.shell_network, "shell_network", "--shell-network"),
+    ] {
+        if let Some(v) = value {
+            raw.set(key, Val::Str(v.clone()), Source::Flag, flag.into());
+        }
+    }
     for (on, key, flag) in [
         (f.enable_shell, "enable_shell", "--enable-shell"),
         (
@@ -773,6 +799,47 @@ fn masked_regions(raw: &Raw) -> Result<Vec<[i64; 4]>, ConfigError> {
                     loc.clone(),
                     format!("'{item}' is not \"x1,y1,x2,y2\" with x1 < x2 and y1 < y2"),
                 )),
+            }
+        })
+        .collect()
+}
+
+/// Parses one of the closed spellings of a confinement setting.
+fn spelled<T>(
+    raw: &Raw,
+    key: &str,
+    parse: fn(&str) -> Option<T>,
+    allowed: &str,
+) -> Result<Option<T>, ConfigError> {
+    match raw.str(key) {
+        None => Ok(None),
+        Some((s, loc)) => parse(s).map(Some).ok_or_else(|| {
+            ConfigError::new(
+                loc,
+                format!("'{s}' is not one of {allowed}\nhint: see docs/sandbox.md for what each mode protects"),
+            )
+        }),
+    }
+}
+
+/// A list of absolute paths (`~/` expanded).
+fn path_list(raw: &Raw, key: &str, home: Option<&Path>) -> Result<Vec<PathBuf>, ConfigError> {
+    let Some((Val::List(items), _, loc)) = raw.vals.get(key) else {
+        return Ok(Vec::new());
+    };
+    items
+        .iter()
+        .map(|item| {
+            let p = expand_tilde(item, home).ok_or_else(|| {
+                ConfigError::new(loc.clone(), "cannot expand ~: no home directory")
+            })?;
+            if p.is_absolute() {
+                Ok(p)
+            } else {
+                Err(ConfigError::new(
+                    loc.clone(),
+                    format!("'{item}' must be an absolute path (or start with ~/)"),
+                ))
             }
         })
         .collect()
@@ -889,6 +956,20 @@ fn resolve(
     let max_commands_per_minute = u32_key("max_commands_per_minute", 60)?;
     let max_screenshots_per_minute = u32_key("max_screenshots_per_minute", 10)?;
     let _ = u32_key("recording_retention_limit", 10)?;
+    let shell_sandbox = spelled(
+        raw,
+        "shell_sandbox",
+        shim_exec::sandbox::SandboxMode::parse,
+        "off, workspace-write, read-only",
+    )?;
+    let shell_network = spelled(
+        raw,
+        "shell_network",
+        shim_exec::sandbox::NetworkMode::parse,
+        "allow, deny",
+    )?;
+    let shell_sandbox_writable = path_list(raw, "shell_sandbox_writable", home)?;
+    let shell_sandbox_readable = path_list(raw, "shell_sandbox_readable", home)?;
 
     let (base, loc) = raw.float("reconnect_base_delay", 1.0);
     let reconnect_base_delay = positive_float(&loc, base, false)?;
@@ -952,6 +1033,10 @@ fn resolve(
         max_file_size_bytes,
         max_commands_per_minute,
         max_screenshots_per_minute,
+        shell_sandbox,
+        shell_network,
+        shell_sandbox_writable,
+        shell_sandbox_readable,
         computer_use_display: opt_str(raw, "computer_use_display").map(|(s, _)| s),
         computer_use_masked_regions: masked_regions(raw)?,
         reconnect_base_delay,

@@ -341,3 +341,79 @@ fn huge_seconds_are_a_typed_error_not_a_panic() {
     let s = load(&src).unwrap();
     assert_eq!(s.tuning.idle_timeout, Duration::from_secs(1_000_000_000));
 }
+
+#[test]
+fn shell_sandbox_settings_follow_the_usual_precedence() {
+    use shim_exec::sandbox::NetworkMode;
+    use shim_exec::sandbox::SandboxMode;
+    let (src, _d) = sources(&[], FlagOverrides::default(), None);
+    let s = load(&src).unwrap();
+    assert_eq!((s.shell_sandbox, s.shell_network), (None, None));
+    assert!(s.shell_sandbox_writable.is_empty() && s.shell_sandbox_readable.is_empty());
+
+    let file = "shell_sandbox = \"read-only\"\nshell_network = \"allow\"\nshell_sandbox_writable = [\"~/.cache/pip\", \"/opt/x\"]\nshell_sandbox_readable = [\"~/.gitconfig\"]\n";
+    let (src, _d) = sources(&[], FlagOverrides::default(), Some(file));
+    let s = load(&src).unwrap();
+    assert_eq!(s.shell_sandbox, Some(SandboxMode::ReadOnly));
+    assert_eq!(s.shell_network, Some(NetworkMode::Allow));
+    assert_eq!(
+        s.shell_sandbox_writable,
+        [
+            PathBuf::from("/home/ada/.cache/pip"),
+            PathBuf::from("/opt/x")
+        ]
+    );
+    assert_eq!(
+        s.shell_sandbox_readable,
+        [PathBuf::from("/home/ada/.gitconfig")]
+    );
+
+    // The environment beats the file, the flag beats both.
+    let env = [
+        ("AUTOGPT_SHIM_SHELL_SANDBOX", "off"),
+        ("AUTOGPT_SHIM_SHELL_NETWORK", "deny"),
+    ];
+    let (src, _d) = sources(&env, FlagOverrides::default(), Some(file));
+    let s = load(&src).unwrap();
+    assert_eq!(s.shell_sandbox, Some(SandboxMode::Off));
+    assert_eq!(s.shell_network, Some(NetworkMode::Deny));
+    let flags = FlagOverrides {
+        shell_sandbox: Some("workspace-write".into()),
+        shell_network: Some("allow".into()),
+        ..FlagOverrides::default()
+    };
+    let (src, _d) = sources(&env, flags, Some(file));
+    let s = load(&src).unwrap();
+    assert_eq!(s.shell_sandbox, Some(SandboxMode::WorkspaceWrite));
+    assert_eq!(s.shell_network, Some(NetworkMode::Allow));
+}
+
+#[test]
+fn bad_shell_sandbox_values_are_refused_with_a_hint() {
+    for (env, loc) in [
+        (
+            ("AUTOGPT_SHIM_SHELL_SANDBOX", "on"),
+            "AUTOGPT_SHIM_SHELL_SANDBOX",
+        ),
+        (
+            ("AUTOGPT_SHIM_SHELL_NETWORK", "none"),
+            "AUTOGPT_SHIM_SHELL_NETWORK",
+        ),
+        (
+            ("AUTOGPT_SHIM_SHELL_SANDBOX_WRITABLE", "[\"relative/dir\"]"),
+            "AUTOGPT_SHIM_SHELL_SANDBOX_WRITABLE",
+        ),
+    ] {
+        let (src, _d) = sources(&[env], FlagOverrides::default(), None);
+        let e = load(&src).unwrap_err();
+        assert_eq!(e.location, loc);
+    }
+    let flags = FlagOverrides {
+        shell_sandbox: Some("Workspace-Write".into()),
+        ..FlagOverrides::default()
+    };
+    let (src, _d) = sources(&[], flags, None);
+    let e = load(&src).unwrap_err();
+    assert_eq!(e.location, "--shell-sandbox");
+    assert!(e.reason.contains("off, workspace-write, read-only") && e.reason.contains("hint:"));
+}

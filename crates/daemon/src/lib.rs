@@ -20,6 +20,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod confinement;
 pub mod error;
 pub mod host;
 pub mod ipc;
@@ -56,6 +57,8 @@ fn flags(cli: &Cli) -> FlagOverrides {
         f.enable_clipboard = s.enable_clipboard;
         f.enable_clipboard_read_foreign = s.enable_clipboard_read_foreign;
         f.enable_recording = s.enable_recording;
+        f.shell_sandbox = s.shell_sandbox.clone();
+        f.shell_network = s.shell_network.clone();
     }
     f
 }

@@ -48,6 +48,7 @@ fn bench(c: &mut Criterion) {
             base_env: BaseEnv::filter(HostOs::Posix, [("PATH".into(), path.clone())]),
             shell_search_path: Some(path),
             os: HostOs::Posix,
+            sandbox: shim_exec::sandbox::SandboxPolicy::off(),
         },
         CommandLimiter::new(CommandLimits {
             max_commands_per_minute: u32::MAX,

@@ -19,6 +19,10 @@ pub struct ExecAuditDetails {
     pub env_keys: Vec<String>,
     /// The effective timeout `T`.
     pub timeout_seconds: u64,
+    /// The `shell_sandbox` mode applied (`off`, `workspace-write`, `read-only`).
+    pub sandbox: &'static str,
+    /// The `shell_network` mode applied (`allow`, `deny`).
+    pub network: &'static str,
 }
 
 /// `result` of an audit record.

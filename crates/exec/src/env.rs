@@ -101,6 +101,14 @@ impl ChildEnv {
         &self.0
     }
 
+    /// Sets `name` (POSIX: exact name), replacing any value; keeps the order sorted.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn set(&mut self, name: &str, value: &OsStr) {
+        self.0.retain(|(k, _)| k != name);
+        self.0.push((name.into(), value.to_owned()));
+        self.0.sort();
+    }
+
     /// The value of `name` (compared as the OS compares names).
     pub fn get(&self, os: HostOs, name: &str) -> Option<&OsStr> {
         self.0

@@ -99,6 +99,10 @@ pub enum ExecError {
     /// 12.4: any other spawn failure (permission denied, resource limits, ...).
     #[error("Failed to start the command: {0}")]
     Spawn(#[source] std::io::Error),
+    /// The command's sandbox (`shell_sandbox`, `shell_network`) could not be prepared or
+    /// applied; the command did not run.
+    #[error("The command sandbox could not be set up: {0}")]
+    Sandbox(String),
     /// Process creation is not implemented for this OS yet.
     #[error("Command execution is not supported on this OS by this build.")]
     Unsupported,
@@ -126,6 +130,7 @@ impl ExecError {
             | ExecError::CwdNotDirectory
             | ExecError::InvalidTimeout
             | ExecError::Spawn(_)
+            | ExecError::Sandbox(_)
             | ExecError::Unsupported
             | ExecError::NotATerminal => ErrorCode::InternalError,
         }

@@ -19,10 +19,12 @@ use crate::limits::CommandLimiter;
 use crate::limits::CommandPermit;
 use crate::output;
 use crate::output::Collector;
+use crate::process::Confine;
 use crate::process::GRACE;
 use crate::process::SpawnSpec;
 use crate::process::WorkDir;
-use crate::process::spawn_pipe;
+use crate::process::spawn_pipe_confined;
+use crate::sandbox::SandboxPolicy;
 use crate::shell;
 use crate::spec::CommandRequest;
 use crate::spec::CommandResult;
@@ -46,6 +48,9 @@ pub struct ExecConfig {
     pub shell_search_path: Option<OsString>,
     /// Which OS rules apply.
     pub os: HostOs,
+    /// The confinement of every command (`shell_sandbox`, `shell_network`); off unless
+    /// the daemon sets it.
+    pub sandbox: SandboxPolicy,
 }
 
 impl ExecConfig {
@@ -58,6 +63,7 @@ impl ExecConfig {
             base_env: BaseEnv::from_process(),
             shell_search_path: std::env::var_os("PATH"),
             os: HostOs::current(),
+            sandbox: SandboxPolicy::off(),
         }
     }
 }
@@ -76,6 +82,7 @@ pub struct Rejection {
 #[derive(Debug)]
 pub struct PreparedCommand {
     spawn: SpawnSpec,
+    confine: Option<Confine>,
     timeout: Timeout,
     budget: usize,
     started: Instant,
@@ -157,6 +164,8 @@ impl Executor {
             env_keys: wire_keys,
             timeout_seconds: Timeout::effective(req.timeout_seconds, ceiling)
                 .map_or(ceiling, Timeout::secs),
+            sandbox: self.config.sandbox.mode.as_str(),
+            network: self.config.sandbox.network.as_str(),
         };
         let reject = |error: ExecError, details: ExecAuditDetails, started: Option<Instant>| {
             let duration_ms = started.map_or(0, |s| millis(s.elapsed()));
@@ -214,12 +223,28 @@ impl Executor {
             Err(e) => return Err(reject(e, details, Some(started))),
         };
         details.timeout_seconds = timeout.secs();
-        let env = ChildEnv::merge(self.config.os, &self.config.base_env, &wire_env);
-        details.env_keys = env.keys();
+        #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+        let mut env = ChildEnv::merge(self.config.os, &self.config.base_env, &wire_env);
         let (program, argv) = match self.resolve_program(&program, &env, &cwd) {
             Ok(p) => p,
-            Err(e) => return Err(reject(e, details, Some(started))),
+            Err(e) => {
+                details.env_keys = env.keys();
+                return Err(reject(e, details, Some(started)));
+            }
         };
+        // The sandbox, built here where a failure is a typed refusal (STYLE.md item 21).
+        let confine = match self.confinement() {
+            Ok(c) => c,
+            Err(e) => {
+                details.env_keys = env.keys();
+                return Err(reject(e, details, Some(started)));
+            }
+        };
+        #[cfg(target_os = "linux")]
+        if let Some(tmp) = confine.as_ref().and_then(|c| c.tmpdir()) {
+            env.set("TMPDIR", tmp.as_os_str());
+        }
+        details.env_keys = env.keys();
         Ok(PreparedCommand {
             spawn: SpawnSpec {
                 program,
@@ -227,12 +252,30 @@ impl Executor {
                 env,
                 cwd,
             },
+            confine,
             timeout,
             budget: output::budget(self.config.max_file_size_bytes),
             started,
             audit: details,
             _permit: permit,
         })
+    }
+
+    /// The confinement of one command, or `None` when nothing is confined.
+    fn confinement(&self) -> Result<Option<Confine>, ExecError> {
+        if !self.config.sandbox.is_active() {
+            return Ok(None);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            crate::confine::Confinement::prepare(&self.config.sandbox)
+                .map(|c| Some(std::sync::Arc::new(c)))
+                .map_err(|e| ExecError::Sandbox(e.0))
+        }
+        #[cfg(not(target_os = "linux"))]
+        Err(ExecError::Sandbox(
+            "no command sandbox on this OS in this build".into(),
+        ))
     }
 
     fn resolve_program(
@@ -361,13 +404,16 @@ impl PreparedCommand {
     pub async fn run(self) -> Result<CommandResult, ExecError> {
         let PreparedCommand {
             spawn,
+            confine,
             timeout,
             budget,
             started,
             audit: _,
             _permit,
         } = self;
-        let mut handle = spawn_pipe(spawn, false)?;
+        // `confine` (and its private temporary directory) lives until the output is
+        // collected; dropping it at the end removes the directory.
+        let mut handle = spawn_pipe_confined(spawn, false, confine.clone())?;
         let deadline = tokio::time::Instant::now() + timeout.duration();
         let mut collector = Collector::new(budget);
         let mut out_done = false;
@@ -420,6 +466,9 @@ impl PreparedCommand {
             }
         }
         drop(handle);
+        // Removes the private temporary directory (Linux; nothing to drop elsewhere).
+        #[cfg(target_os = "linux")]
+        drop(confine);
         let raw = collector.finish();
         Ok(CommandResult {
             stdout: output::decode(&raw.stdout),

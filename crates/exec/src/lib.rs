@@ -93,6 +93,8 @@
 #![cfg_attr(not(unix), allow(unused))]
 
 pub mod audit;
+#[cfg(target_os = "linux")]
+pub mod confine;
 pub mod env;
 mod error;
 #[cfg(any(unix, windows))]
@@ -104,6 +106,8 @@ mod process;
 #[cfg(windows)]
 #[path = "process_windows.rs"]
 mod process;
+pub mod sandbox;
+pub mod seatbelt;
 pub mod shell;
 pub mod spec;
 #[cfg(unix)]

@@ -356,6 +356,23 @@ impl OutputSource {
 /// daemon.
 /// Must be called inside a tokio runtime.
 pub fn spawn_pipe(spec: SpawnSpec, stdin: bool) -> Result<ProcessHandle, ExecError> {
+    spawn_pipe_confined(spec, stdin, None)
+}
+
+/// The confinement a command runs under (Linux; nothing to apply elsewhere).
+#[cfg(target_os = "linux")]
+pub(crate) type Confine = std::sync::Arc<crate::confine::Confinement>;
+/// The confinement a command runs under (Linux; nothing to apply elsewhere).
+#[cfg(not(target_os = "linux"))]
+pub(crate) type Confine = std::convert::Infallible;
+
+/// [`spawn_pipe`], applying `confine` in the child after the session setup (see
+/// `confine.rs`); the spawn fails rather than run the command unconfined.
+pub(crate) fn spawn_pipe_confined(
+    spec: SpawnSpec,
+    stdin: bool,
+    confine: Option<Confine>,
+) -> Result<ProcessHandle, ExecError> {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
 
@@ -369,6 +386,12 @@ pub fn spawn_pipe(spec: SpawnSpec, stdin: bool) -> Result<ProcessHandle, ExecErr
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     supervise::install_child_setup(&mut cmd, spec.cwd.fd().as_raw_fd());
+    #[cfg(target_os = "linux")]
+    if let Some(c) = confine {
+        crate::confine::install(&mut cmd, c);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = confine;
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(false);
     let mut child = cmd.spawn().map_err(ExecError::Spawn)?;

@@ -89,6 +89,8 @@ async fn legacy_mode_with_everything_in_place_passes_and_creates_the_root() {
             "recording",
             "local_llm",
             "hardware",
+            "shell_sandbox",
+            "shell_network",
             "display_server",
             "window_list",
             "display"
@@ -109,6 +111,16 @@ async fn legacy_mode_with_everything_in_place_passes_and_creates_the_root() {
     assert_eq!(r.get("audit_key"), ("OK", "present and valid"));
     assert_eq!(r.marker("credentials"), "OK");
     assert_eq!(r.get("recording"), ("OK", "not enabled"));
+    // The command sandbox: this kernel has Landlock and user namespaces (issue 14).
+    let (m, d) = r.get("shell_sandbox");
+    assert_eq!(m, "OK", "{}", r.raw);
+    assert!(d.starts_with("workspace-write via landlock ABI "), "{d}");
+    let (m, d) = r.get("shell_network");
+    assert_eq!(m, "INFO", "{}", r.raw);
+    assert!(
+        d.starts_with("allow; deny uses a fresh user and network namespace"),
+        "{d}"
+    );
     assert_eq!(
         r.get("display_server"),
         ("WARN", "unknown session type (none)")
@@ -116,6 +128,35 @@ async fn legacy_mode_with_everything_in_place_passes_and_creates_the_root() {
     assert_eq!(r.get("display"), ("WARN", "no displays detected"));
     // Read-only for the credential store: nothing was created or changed.
     assert!(!env.audit_log().exists() || std::fs::read(env.audit_log()).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_sandbox_lines_follow_the_settings() {
+    let env = Env::new(PeerConfig::default()).await;
+    let r = doctor(
+        &env,
+        &["--allowed-root", env.root_str(), "--session-id", SID],
+        &[
+            ("AUTOGPT_SHIM_SHELL_SANDBOX", "off"),
+            ("AUTOGPT_SHIM_SHELL_NETWORK", "deny"),
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.raw);
+    let (m, d) = r.get("shell_sandbox");
+    assert_eq!(m, "WARN");
+    assert!(d.starts_with("off by setting: commands are not confined"), "{d}");
+    let (m, d) = r.get("shell_network");
+    assert_eq!(m, "OK");
+    assert!(d.starts_with("deny via network-namespace+seccomp"), "{d}");
+    // A value that is not one of the three is a configuration error (exit 78).
+    let r = doctor(
+        &env,
+        &["--allowed-root", env.root_str(), "--session-id", SID],
+        &[("AUTOGPT_SHIM_SHELL_SANDBOX", "strict")],
+    )
+    .await;
+    assert_eq!(r.code, 78, "{}", r.raw);
 }
 
 #[tokio::test]

@@ -21,3 +21,5 @@ mod policy;
 #[cfg(windows)]
 mod windows;
 mod recording;
+pub(crate) mod sandbox;
+mod sandbox_corpus;

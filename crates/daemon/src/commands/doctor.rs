@@ -166,6 +166,7 @@ pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
     });
     out.push(local_llm_check(settings));
     out.push(hardware_check(settings));
+    out.extend(confinement_checks(settings));
     // One connection to the display server serves the platform and display checks.
     let desktop = shim_cu::open(&shim_cu::OpenOptions {
         display: settings.computer_use_display.clone(),
@@ -173,6 +174,65 @@ pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
     out.extend(platform_checks(settings, &desktop));
     out.push(display_check(&desktop));
     out
+}
+
+/// `shell_sandbox` and `shell_network`: the mode in force, the mechanism and its state.
+fn confinement_checks(settings: &Settings) -> Vec<Check> {
+    use crate::confinement::Platform;
+    use shim_exec::sandbox::NetMechanism;
+    use shim_exec::sandbox::NetworkMode;
+    let platform = Platform::current();
+    let net_state = match &platform.network {
+        Ok(NetMechanism::Namespace) => {
+            "deny uses a fresh user and network namespace (loopback only) plus a seccomp filter on Unix sockets".to_owned()
+        }
+        Ok(NetMechanism::Seccomp) => "unprivileged user namespaces are not available here: deny refuses every socket with seccomp and TCP with Landlock".to_owned(),
+        Err(why) => format!("deny is not available: {why}"),
+    };
+    match crate::confinement::effective(settings) {
+        Err(e) => {
+            let (label, other) = if e.starts_with("shell_network") {
+                ("shell_network", "shell_sandbox")
+            } else {
+                ("shell_sandbox", "shell_network")
+            };
+            vec![
+                blocking(label, Marker::Fail, e.replace('\n', "; ")),
+                check(other, Marker::Info, "not checked"),
+            ]
+        }
+        Ok(eff) => {
+            let fs = match (&eff.warning, eff.mode.confines(), &platform.file_system) {
+                (Some(w), _, _) => check("shell_sandbox", Marker::Warn, format!("off: {w}")),
+                (None, true, _) => check(
+                    "shell_sandbox",
+                    Marker::Ok,
+                    format!("{} via {}", eff.mode.as_str(), eff.fs_mechanism),
+                ),
+                (None, false, Ok(m)) => check(
+                    "shell_sandbox",
+                    Marker::Warn,
+                    format!("off by setting: commands are not confined ({m} is available)"),
+                ),
+                (None, false, Err(why)) => check(
+                    "shell_sandbox",
+                    Marker::Info,
+                    format!("off by setting ({why})"),
+                ),
+            };
+            let net = match eff.network {
+                NetworkMode::Allow => {
+                    check("shell_network", Marker::Info, format!("allow; {net_state}"))
+                }
+                NetworkMode::Deny => check(
+                    "shell_network",
+                    Marker::Ok,
+                    format!("deny via {}; {net_state}", eff.net_mechanism.as_str()),
+                ),
+            };
+            vec![fs, net]
+        }
+    }
 }
 
 /// Prints `checks` as 5.5 lays them out and returns the exit code (78 if one blocks).

@@ -602,6 +602,17 @@ impl Runtime {
         let data = match (&self.role, &self.jail) {
             (Role::Data { session_id, .. }, Some(jail)) => {
                 let mut cfg = ExecConfig::from_process(self.machine.settings.enable_shell);
+                // `start` checked that the confinement can be enforced; if that changed,
+                // fail closed: no commands rather than unconfined ones.
+                match crate::confinement::effective(&self.machine.settings) {
+                    Ok(c) => {
+                        cfg.sandbox = c.policy(
+                            &self.machine.settings,
+                            std::path::Path::new(jail.root_path()),
+                        )
+                    }
+                    Err(_) => cfg.enable_shell = false,
+                }
                 cfg.command_timeout_seconds = negotiated.limits.command_timeout_seconds;
                 cfg.max_file_size_bytes = negotiated.limits.max_file_size_bytes;
                 jail.lower_max_file_size(negotiated.limits.max_file_size_bytes);

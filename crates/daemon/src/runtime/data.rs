@@ -617,7 +617,9 @@ fn exec_record(ev: shim_exec::AuditEvent) -> (&'static str, Map, AuditResult) {
                 .with("shell", details.shell)
                 .with("cwd", details.cwd)
                 .with("env_keys", details.env_keys)
-                .with("timeout_seconds", details.timeout_seconds);
+                .with("timeout_seconds", details.timeout_seconds)
+                .with("sandbox", details.sandbox)
+                .with("network", details.network);
             if cancelled {
                 d.insert("cancelled", true);
             }

@@ -142,11 +142,26 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             );
         }
     }
+    // The command sandbox: an explicit request this machine cannot enforce refuses to
+    // start (exit 78); never run commands unconfined silently.
+    let confinement = crate::confinement::effective(&settings).map_err(DaemonError::Preflight)?;
     if settings.enable_shell {
-        let _ = writeln!(
-            out,
-            "WARNING: shell execution is enabled. Shell commands can do anything your user account can do."
-        );
+        if confinement.mode.confines() {
+            let _ = writeln!(
+                out,
+                "Shell execution is enabled: {}.",
+                confinement.describe()
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "WARNING: shell execution is enabled. Shell commands can do anything your user account can do ({}).",
+                confinement.describe()
+            );
+        }
+        if let Some(w) = &confinement.warning {
+            tracing::warn!("{w}");
+        }
     }
     let _ = out.flush();
 
@@ -240,8 +255,29 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     // Step 5: SHIM_START before any connection.
     audit
         .write(
-            AuditEvent::new("SHIM_START")
-                .details(Map::new().with("shim_version", env!("CARGO_PKG_VERSION"))),
+            AuditEvent::new("SHIM_START").details(
+                Map::new()
+                    .with("shim_version", env!("CARGO_PKG_VERSION"))
+                    .with("shell_sandbox", confinement.mode.as_str())
+                    .with("shell_network", confinement.network.as_str())
+                    .with(
+                        "sandbox_mechanism",
+                        if confinement.mode.confines() {
+                            confinement.fs_mechanism.as_str()
+                        } else {
+                            "none"
+                        },
+                    )
+                    .with(
+                        "network_mechanism",
+                        match confinement.network {
+                            shim_exec::sandbox::NetworkMode::Deny => {
+                                confinement.net_mechanism.as_str()
+                            }
+                            shim_exec::sandbox::NetworkMode::Allow => "none",
+                        },
+                    ),
+            ),
         )
         .await
         .map_err(|e| {

@@ -74,6 +74,7 @@ pub(crate) fn config() -> ExecConfig {
         base_env: test_base_env(),
         shell_search_path: Some("/usr/local/bin:/usr/bin:/bin".into()),
         os: HostOs::Posix,
+        sandbox: shim_exec::sandbox::SandboxPolicy::off(),
     }
 }
 

@@ -6,5 +6,6 @@ mod output;
 mod process;
 mod pty;
 mod run;
+mod sandbox;
 mod shells;
 mod timeout;

@@ -1,0 +1,484 @@
+//! The command sandbox by attack, through the real binary and the platform peer
+//! (issue 14): every attack is refused under `workspace-write` + `deny` (the command fails
+//! and nothing changes outside the folder) and succeeds with the sandbox `off`, which
+//! proves the test can see an escape. The same runs again with the daemon as an
+//! unprivileged user (`setpriv`), since tests run as root here. The corpus of ordinary
+//! agent commands lives in `sandbox_corpus.rs`.
+
+#![cfg(target_os = "linux")]
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::net::UdpSocket;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use shim_platform_peer::PeerConfig;
+use shim_protocol::Message;
+use shim_protocol::messages::exec::ExecuteCommand;
+use tokio::process::Child;
+use tokio::process::Command;
+
+use crate::suite::harness::Env;
+use crate::suite::harness::T;
+use crate::suite::harness::stop_cleanly;
+
+const SID: &str = "7a1c0e52-9d4b-4c1e-8f3a-2b5d6e7f8a90";
+/// The unprivileged user of the second run.
+pub(crate) const NOBODY: u32 = 65_534;
+/// Debian's interpreter, readable by every user (not a per-user install under /root).
+pub(crate) const PY: &str = "/usr/bin/python3";
+
+/// Servers run by the test that a confined command must not reach.
+struct Services {
+    tcp_port: u16,
+    devtcp_port: u16,
+    devtcp_hits: Arc<AtomicUsize>,
+    tcp6_port: Option<u16>,
+    udp_port: u16,
+    unix_path: PathBuf,
+    tcp_hits: Arc<AtomicUsize>,
+    tcp6_hits: Arc<AtomicUsize>,
+    udp_hits: Arc<AtomicUsize>,
+    unix_hits: Arc<AtomicUsize>,
+}
+
+fn count_tcp(l: TcpListener, hits: Arc<AtomicUsize>) {
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            hits.fetch_add(1, Ordering::SeqCst);
+            drop(s);
+        }
+    });
+}
+
+fn services(outside: &Path) -> Services {
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp_port = tcp.local_addr().unwrap().port();
+    let tcp_hits = Arc::new(AtomicUsize::new(0));
+    count_tcp(tcp, tcp_hits.clone());
+    let devtcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    let devtcp_port = devtcp.local_addr().unwrap().port();
+    let devtcp_hits = Arc::new(AtomicUsize::new(0));
+    count_tcp(devtcp, devtcp_hits.clone());
+    let tcp6_hits = Arc::new(AtomicUsize::new(0));
+    let tcp6_port = TcpListener::bind("[::1]:0").ok().map(|l| {
+        let p = l.local_addr().unwrap().port();
+        count_tcp(l, tcp6_hits.clone());
+        p
+    });
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let udp_hits = Arc::new(AtomicUsize::new(0));
+    let h = udp_hits.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        // Answers every query with itself, as a resolver would answer.
+        while let Ok((n, from)) = udp.recv_from(&mut buf) {
+            h.fetch_add(1, Ordering::SeqCst);
+            let _ = udp.send_to(&buf[..n], from);
+        }
+    });
+    // Like an SSH agent or a session bus: a Unix socket outside the folder, that the
+    // user may connect to.
+    let unix_path = outside.join("agent.sock");
+    let unix = UnixListener::bind(&unix_path).unwrap();
+    std::fs::set_permissions(
+        &unix_path,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let unix_hits = Arc::new(AtomicUsize::new(0));
+    let h = unix_hits.clone();
+    std::thread::spawn(move || {
+        for mut s in unix.incoming().flatten() {
+            h.fetch_add(1, Ordering::SeqCst);
+            let mut b = [0u8; 16];
+            let _ = s.read(&mut b);
+        }
+    });
+    Services {
+        tcp_port,
+        devtcp_port,
+        devtcp_hits,
+        tcp6_port,
+        udp_port,
+        unix_path,
+        tcp_hits,
+        tcp6_hits,
+        udp_hits,
+        unix_hits,
+    }
+}
+
+/// Paths of one run.
+struct Ctx {
+    root: PathBuf,
+    home: PathBuf,
+    outside: PathBuf,
+    parent: PathBuf,
+}
+
+/// One attack: the shell command, and whether it got out (checked after every command
+/// ran, so the daemonized writer had its time).
+struct Attack {
+    name: &'static str,
+    command: String,
+    /// True when the command itself is expected to fail once refused (a daemonizing
+    /// child's parent exits 0 either way).
+    fails: bool,
+    escaped: Box<dyn Fn(&str) -> bool>,
+}
+
+fn exists(p: PathBuf) -> Box<dyn Fn(&str) -> bool> {
+    Box::new(move |_| p.exists())
+}
+
+fn contains(p: PathBuf, needle: &'static str) -> Box<dyn Fn(&str) -> bool> {
+    Box::new(move |_| std::fs::read_to_string(&p).is_ok_and(|s| s.contains(needle)))
+}
+
+fn more_than(hits: &Arc<AtomicUsize>) -> Box<dyn Fn(&str) -> bool> {
+    let before = hits.load(Ordering::SeqCst);
+    let h = hits.clone();
+    Box::new(move |_| {
+        // Give the accept thread a moment to count a connection that was made.
+        std::thread::sleep(Duration::from_millis(50));
+        h.load(Ordering::SeqCst) > before
+    })
+}
+
+fn attacks(c: &Ctx, s: &Services) -> Vec<Attack> {
+    let o = c.outside.display();
+    let h = c.home.display();
+    let q = |p: &Path| format!("'{}'", p.display());
+    std::fs::write(c.home.join(".bashrc"), "# original\n").unwrap();
+    std::fs::create_dir_all(c.home.join(".ssh")).unwrap();
+    std::fs::write(c.home.join(".ssh/id_ed25519"), "PLANTED-SECRET-KEY\n").unwrap();
+    std::fs::write(c.outside.join("hardlink-target.txt"), "original\n").unwrap();
+    let dns_query = "b'\\x12\\x34\\x01\\x00\\x00\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x07example\\x03com\\x00\\x00\\x01\\x00\\x01'";
+    let mut v = vec![
+        Attack {
+            name: "write a file outside the folder",
+            command: format!("echo pwned > '{o}/written.txt'"),
+            fails: true,
+            escaped: exists(c.outside.join("written.txt")),
+        },
+        Attack {
+            name: "append to ~/.bashrc",
+            command: format!("echo pwned >> '{h}/.bashrc'"),
+            fails: true,
+            escaped: contains(c.home.join(".bashrc"), "pwned"),
+        },
+        Attack {
+            name: "read ~/.ssh/id_ed25519",
+            command: format!("cat '{h}/.ssh/id_ed25519'"),
+            fails: true,
+            escaped: Box::new(|stdout| stdout.contains("PLANTED-SECRET-KEY")),
+        },
+        Attack {
+            name: "follow a symlink made in the folder to the outside",
+            command: format!("ln -s '{o}' out-link && echo pwned > out-link/via-symlink.txt"),
+            fails: true,
+            escaped: exists(c.outside.join("via-symlink.txt")),
+        },
+        Attack {
+            name: "cd .. and write",
+            command: "cd .. && echo pwned > cd-dotdot.txt".into(),
+            fails: true,
+            escaped: exists(c.parent.join("cd-dotdot.txt")),
+        },
+        Attack {
+            name: "hard-link an outside file into the folder and write it",
+            command: format!("ln '{o}/hardlink-target.txt' hl.txt && echo pwned >> hl.txt"),
+            fails: true,
+            escaped: contains(c.outside.join("hardlink-target.txt"), "pwned"),
+        },
+        Attack {
+            name: "write through /proc/self/root",
+            command: format!("echo pwned > '/proc/self/root{o}/via-proc.txt'"),
+            fails: true,
+            escaped: exists(c.outside.join("via-proc.txt")),
+        },
+        Attack {
+            name: "connect to a TCP server on 127.0.0.1",
+            command: format!(
+                "{PY} -c \"import socket; socket.create_connection(('127.0.0.1', {}), 3).sendall(b'pwned')\"",
+                s.tcp_port
+            ),
+            fails: true,
+            escaped: more_than(&s.tcp_hits),
+        },
+        Attack {
+            name: "resolve a name over UDP",
+            command: format!(
+                "{PY} -c \"import socket; u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(3); u.sendto({dns_query}, ('127.0.0.1', {})); u.recv(512)\"",
+                s.udp_port
+            ),
+            fails: true,
+            escaped: more_than(&s.udp_hits),
+        },
+        Attack {
+            name: "/dev/tcp in bash",
+            command: format!(
+                "bash -c 'echo pwned > /dev/tcp/127.0.0.1/{}'",
+                s.devtcp_port
+            ),
+            fails: true,
+            escaped: more_than(&s.devtcp_hits),
+        },
+        Attack {
+            name: "talk to a Unix socket outside the folder",
+            command: format!(
+                "{PY} -c \"import socket; u=socket.socket(socket.AF_UNIX); u.connect({}); u.sendall(b'pwned')\"",
+                q(&s.unix_path)
+            ),
+            fails: true,
+            escaped: more_than(&s.unix_hits),
+        },
+        Attack {
+            name: "a child that daemonizes and writes later",
+            command: format!(
+                "setsid sh -c 'sleep 1; echo pwned > \"{o}/later.txt\"' </dev/null >/dev/null 2>&1 &"
+            ),
+            fails: false,
+            escaped: exists(c.outside.join("later.txt")),
+        },
+    ];
+    if let Some(p6) = s.tcp6_port {
+        v.push(Attack {
+            name: "connect to a TCP server on ::1",
+            command: format!(
+                "{PY} -c \"import socket; socket.create_connection(('::1', {p6}), 3)\""
+            ),
+            fails: true,
+            escaped: more_than(&s.tcp6_hits),
+        });
+    }
+    v
+}
+
+/// `env.command(args)`, run as `uid` through `setpriv` when given.
+pub(crate) fn daemon_command(env: &Env, args: &[&str], uid: Option<u32>) -> Command {
+    let base = env.command(args);
+    let Some(uid) = uid else {
+        return base;
+    };
+    let std_cmd = base.as_std();
+    let mut c = Command::new("setpriv");
+    c.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .arg("--clear-groups")
+        .arg("--")
+        .arg(std_cmd.get_program())
+        .args(std_cmd.get_args())
+        .env_clear();
+    for (k, v) in std_cmd.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    // The root user's tools (pyenv, rustup) are not the unprivileged user's.
+    c.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    c
+}
+
+/// Gives every file of the test's directory to `uid` (the daemon's home, state,
+/// credentials, the folder and the outside).
+pub(crate) fn chown_all(dir: &Path, uid: u32) {
+    let st = std::process::Command::new("chown")
+        .arg("-R")
+        .arg(format!("{uid}:{uid}"))
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+pub(crate) async fn start(env: &Env, extra: &[&str], uid: Option<u32>) -> Child {
+    let root = env.root_str().to_owned();
+    let mut args = vec![
+        "--allowed-root",
+        root.as_str(),
+        "start",
+        "--session-id",
+        SID,
+        "--enable-shell",
+    ];
+    args.extend_from_slice(extra);
+    daemon_command(env, &args, uid).spawn().unwrap()
+}
+
+/// Runs `command` in the folder; (exit code, stdout, stderr).
+pub(crate) async fn run(
+    conn: &shim_platform_peer::Connection,
+    command: &str,
+    timeout: u64,
+) -> (i64, String, String) {
+    let r = conn
+        .request(
+            Message::ExecuteCommand(ExecuteCommand {
+                command: Some(command.to_owned()),
+                timeout_seconds: Some(timeout),
+                ..ExecuteCommand::default()
+            }),
+            Duration::from_secs(timeout + 10),
+        )
+        .await
+        .unwrap();
+    match r.frame.message {
+        Message::CommandResult(c) => (c.exit_code, c.stdout, c.stderr),
+        other => panic!("{command}: {other:?}"),
+    }
+}
+
+async fn attack_run(confined: bool, uid: Option<u32>) {
+    let env = Env::new(PeerConfig::default()).await;
+    let parent = env.dir.path().to_owned();
+    let outside = parent.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let ctx = Ctx {
+        root: env.root.clone(),
+        home: parent.join("home"),
+        outside: outside.clone(),
+        parent,
+    };
+    let svc = services(&outside);
+    let list = attacks(&ctx, &svc);
+    if let Some(uid) = uid {
+        chown_all(env.dir.path(), uid);
+    }
+    let flags: &[&str] = if confined {
+        &[
+            "--shell-sandbox",
+            "workspace-write",
+            "--shell-network",
+            "deny",
+        ]
+    } else {
+        &["--shell-sandbox", "off", "--shell-network", "allow"]
+    };
+    let child = start(&env, flags, uid).await;
+    let conn = env.next().await;
+    let mut outcomes = Vec::new();
+    for a in &list {
+        let (code, stdout, stderr) = run(&conn, &a.command, 10).await;
+        outcomes.push((code, stdout, stderr));
+    }
+    // The daemonized writer sleeps 1 s before it writes.
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    let mut report = Vec::new();
+    for (a, (code, stdout, stderr)) in list.iter().zip(&outcomes) {
+        let escaped = (a.escaped)(stdout);
+        let ok = if confined {
+            !escaped && (!a.fails || *code != 0)
+        } else {
+            escaped
+        };
+        if !ok {
+            report.push(format!(
+                "{}: escaped={escaped} exit={code} stdout={stdout:?} stderr={stderr:?}",
+                a.name
+            ));
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "{} (uid {uid:?}):\n{}",
+        if confined {
+            "escapes under workspace-write + deny"
+        } else {
+            "attacks that did not work with the sandbox off (the test cannot see an escape)"
+        },
+        report.join("\n")
+    );
+    // Nothing of the root changed outside the folder: the home is as planted.
+    if confined {
+        assert_eq!(
+            std::fs::read_to_string(ctx.home.join(".bashrc")).unwrap(),
+            "# original\n"
+        );
+        assert_eq!(ctx.root, env.root);
+    }
+    stop_cleanly(child).await;
+    // Each EXECUTE_COMMAND record names the modes that applied.
+    let records = env.audit_records();
+    let execs: Vec<_> = records
+        .iter()
+        .filter(|r| r["op"] == "EXECUTE_COMMAND")
+        .collect();
+    assert_eq!(execs.len(), list.len());
+    let (sandbox, network) = if confined {
+        ("workspace-write", "deny")
+    } else {
+        ("off", "allow")
+    };
+    for r in execs {
+        assert_eq!(r["details"]["sandbox"], sandbox, "{r}");
+        assert_eq!(r["details"]["network"], network, "{r}");
+    }
+    let start = records.iter().find(|r| r["op"] == "SHIM_START").unwrap();
+    assert_eq!(start["details"]["shell_sandbox"], sandbox);
+    assert_eq!(start["details"]["shell_network"], network);
+}
+
+#[tokio::test]
+async fn attacks_are_refused_under_workspace_write_and_deny() {
+    attack_run(true, None).await;
+}
+
+#[tokio::test]
+async fn attacks_succeed_with_the_sandbox_off() {
+    attack_run(false, None).await;
+}
+
+#[tokio::test]
+async fn attacks_are_refused_for_an_unprivileged_daemon() {
+    attack_run(true, Some(NOBODY)).await;
+}
+
+#[tokio::test]
+async fn attacks_succeed_for_an_unprivileged_daemon_with_the_sandbox_off() {
+    attack_run(false, Some(NOBODY)).await;
+}
+
+#[tokio::test]
+async fn a_bad_or_unenforceable_sandbox_setting_refuses_to_start() {
+    let env = Env::new(PeerConfig::default()).await;
+    for (flags, vars, needle) in [
+        (
+            vec!["--shell-sandbox", "sandboxed"],
+            vec![],
+            "off, workspace-write, read-only",
+        ),
+        (
+            vec![],
+            vec![("AUTOGPT_SHIM_SHELL_NETWORK", "block")],
+            "allow, deny",
+        ),
+    ] {
+        let root = env.root_str().to_owned();
+        let mut args = vec![
+            "--allowed-root",
+            root.as_str(),
+            "start",
+            "--session-id",
+            SID,
+        ];
+        args.extend(flags);
+        let mut c = env.command(&args);
+        c.envs(vars);
+        let (code, _, err) = crate::suite::harness::finish(c.spawn().unwrap(), T).await;
+        assert_eq!(code, 78, "{err}");
+        assert!(err.contains(needle) && err.contains("hint:"), "{err}");
+    }
+}
