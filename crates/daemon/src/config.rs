@@ -350,26 +350,15 @@ pub fn is_loopback_host(host: &url::Host<&str>) -> bool {
 
 /// The default config file of 4.2 for this OS.
 pub fn default_config_path(home: Option<&Path>, env: &ConfigSources) -> Option<PathBuf> {
-    if cfg!(target_os = "macos") {
-        return home
-            .map(|h| h.join("Library/Application Support/autogpt-local-executor/config.toml"));
-    }
-    let base = env
-        .env_get("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.map(|h| h.join(".config")))?;
-    Some(base.join("autogpt-local-executor").join("config.toml"))
+    crate::paths::config_file(crate::paths::Os::current(), home, &|k| {
+        env.env_get(k).map(str::to_owned)
+    })
 }
 
 fn default_audit_path(home: Option<&Path>, env: &ConfigSources) -> Option<PathBuf> {
-    if cfg!(target_os = "macos") {
-        return home.map(|h| h.join("Library/Logs/autogpt-local-executor/audit.log"));
-    }
-    let base = env
-        .env_get("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.map(|h| h.join(".local").join("state")))?;
-    Some(base.join("autogpt-local-executor").join("audit.log"))
+    crate::paths::audit_log(crate::paths::Os::current(), home, &|k| {
+        env.env_get(k).map(str::to_owned)
+    })
 }
 
 fn kind_of(key: &str) -> Option<Kind> {
@@ -802,11 +791,7 @@ fn resolve(
             let h = home
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from("/"));
-            if cfg!(target_os = "macos") {
-                h.join("Documents").join("autogpt-workspace")
-            } else {
-                h.join("autogpt-workspace")
-            }
+            crate::paths::default_allowed_root(crate::paths::Os::current(), &h)
         }
     };
     let audit_log_path = match raw.path("audit_log_path", home, &src.cwd)? {

@@ -7,8 +7,12 @@ use std::path::PathBuf;
 use shim_protocol::messages::handshake::Arch;
 use shim_protocol::messages::handshake::Platform;
 
-/// The user's home directory (`HOME`).
+/// The user's home directory (JAIL_FILES_EXEC.md 1.4): `HOME` on POSIX; on Windows
+/// `USERPROFILE`, else `HOMEDRIVE` + `HOMEPATH`.
 pub fn home_dir() -> Option<PathBuf> {
+    if cfg!(windows) {
+        return crate::paths::home(crate::paths::Os::Windows, &|k| std::env::var(k).ok());
+    }
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
