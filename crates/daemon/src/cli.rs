@@ -121,7 +121,8 @@ pub enum Command {
     Revoke,
     /// Check the machine; not available in this build.
     Doctor,
-    /// Write the per-user autostart entry (systemd user unit on Linux/WSL2).
+    /// Write the per-user autostart entry (launchd agent on macOS, systemd user unit on
+    /// Linux/WSL2, Task Scheduler XML on Windows); prints how to activate it.
     Install {
         /// Start at login.
         #[arg(long)]

@@ -892,3 +892,25 @@ fn resolve(
 #[cfg(test)]
 #[path = "config_tests.rs"]
 mod tests;
+
+/// Every configuration key with its value type and environment variable, in the order of
+/// the key table: the source of the generated docs/reference/config.md.
+pub fn reference() -> Vec<(&'static str, &'static str, String)> {
+    KEYS.iter()
+        .map(|(key, kind)| {
+            let ty = match kind {
+                Kind::Str => "string",
+                Kind::Bool => "boolean",
+                Kind::Int => "integer",
+                Kind::Float => "number",
+                Kind::Path => "path",
+                Kind::StrList => "list of strings",
+            };
+            (
+                *key,
+                ty,
+                format!("{ENV_PREFIX}{}", key.to_ascii_uppercase()),
+            )
+        })
+        .collect()
+}
