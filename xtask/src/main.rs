@@ -6,6 +6,8 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod codegen;
+mod dist;
+mod targets;
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -51,34 +53,6 @@ const TEST_PACKAGES: &[&str] = &[
     "zsh",
 ];
 
-/// Packages `check-targets` checks for Windows. Not yet `shim-daemon`/`autogpt-shim`:
-/// `shim-jail` and `shim-exec` provide `JailRoot` and `Executor` on unix only, so the
-/// daemon cannot serve requests there yet.
-const WINDOWS_CHECK_PACKAGES: &[&str] = &[
-    "shim-protocol",
-    "shim-jail",
-    "shim-exec",
-    "shim-audit",
-    "shim-auth",
-    "shim-cu",
-];
-
-/// Packages `check-targets` checks for macOS: those whose dependencies need no C
-/// toolchain for it (ring's build script needs the macOS SDK's TargetConditionals.h,
-/// which a Debian machine does not have).
-const MACOS_CHECK_PACKAGES: &[&str] = &["shim-protocol", "shim-jail", "shim-exec", "shim-cu"];
-
-/// Targets `check-targets` checks: (target, Debian package of its C cross-compiler or "",
-/// packages to check).
-const CROSS_TARGETS: &[(&str, &str, &[&str])] = &[
-    (
-        "x86_64-pc-windows-gnu",
-        "gcc-mingw-w64-x86-64",
-        WINDOWS_CHECK_PACKAGES,
-    ),
-    ("x86_64-apple-darwin", "", MACOS_CHECK_PACKAGES),
-];
-
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
@@ -107,9 +81,21 @@ enum Cmd {
         #[arg(long, default_value_t = 60)]
         time: u64,
     },
-    /// `cargo check` the daemon and its crates for Windows and macOS (best effort: a target
-    /// rustup cannot add is skipped with a message).
+    /// Check (clippy) the workspace for Windows, macOS and Linux ARM, build and unit-test
+    /// what links here (aarch64 under qemu); says per target what was done and why not more.
+    /// Best effort: a target whose tools cannot be installed is skipped with the reason.
     CheckTargets,
+    /// Build release archives with SHA-256 sums into target/dist (Linux x86_64 and aarch64
+    /// tar.gz, Windows zip), unpack each and run `autogpt-shim --version` from it where it
+    /// can run here. A target that does not compile is reported as skipped with the reason.
+    Dist {
+        /// Only this target (repeatable); default: all of them.
+        #[arg(long = "target")]
+        targets: Vec<String>,
+        /// The cargo profile (`release` for users; CI uses the cheaper `dist-ci`).
+        #[arg(long, default_value = "release")]
+        profile: String,
+    },
     /// Regenerate the checked-in generated files (the protocol's JSON schema).
     Codegen {
         /// Only check that the checked-in files match the code; fail if they do not.
@@ -148,7 +134,11 @@ fn run(cmd: Cmd) -> Result<()> {
             ci(&root)
         }
         Cmd::Ci => ci(&root),
-        Cmd::CheckTargets => check_targets(),
+        Cmd::CheckTargets => targets::check_targets(),
+        Cmd::Dist { targets, profile } => {
+            ensure_packages(BUILD_PACKAGES)?;
+            dist::dist(&root, &targets, &profile)
+        }
         Cmd::Codegen { check } => codegen::codegen(&root, check),
         Cmd::Fuzz { target, time } => {
             ensure_cargo_tool("fuzz", "cargo-fuzz")?;
@@ -228,6 +218,7 @@ fn setup() -> Result<()> {
     ensure_cargo_tool("deny", "cargo-deny")?;
     ensure_cargo_tool("fuzz", "cargo-fuzz")?;
     oidc_provider()?;
+    targets::install_cross_tools();
     Ok(())
 }
 
@@ -277,7 +268,13 @@ fn ci(root: &Path) -> Result<()> {
             .context("cannot run cargo test")?;
         check(status, "cargo test --workspace")
     })?;
-    step("other targets (best effort)", check_targets)?;
+    step("other targets (best effort)", targets::check_targets)?;
+    // The release archive users get, built with the cheaper dist-ci profile (no LTO, 16
+    // codegen units) and smoke-tested from the unpacked copy; the other archives need
+    // cross-linkers and are `cargo xtask dist`'s job, not CI's.
+    step("release archive (x86_64 Linux, dist-ci profile)", || {
+        dist::dist(root, &["x86_64-unknown-linux-gnu".to_owned()], "dist-ci")
+    })?;
     step("licences, bans and sources", || {
         // The advisory database cannot be fetched on our machines.
         cargo(&[
@@ -302,31 +299,6 @@ fn ci(root: &Path) -> Result<()> {
     })?;
     step("demo", demo)?;
     println!("xtask: all checks passed");
-    Ok(())
-}
-
-/// `cargo check` of [`CROSS_TARGETS`]. A target rustup cannot add, or whose C
-/// cross-compiler cannot be installed, is skipped with a message; a compile error fails.
-fn check_targets() -> Result<()> {
-    for (target, compiler, packages) in CROSS_TARGETS {
-        let added = Command::new("rustup")
-            .args(["target", "add", target])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !added {
-            println!("xtask: skipping {target}: `rustup target add {target}` failed (offline?)");
-            continue;
-        }
-        if !compiler.is_empty() && ensure_packages(&[compiler]).is_err() {
-            println!("xtask: skipping {target}: cannot install its C cross-compiler {compiler}");
-            continue;
-        }
-        let mut args = vec!["check", "--target", target];
-        for p in *packages {
-            args.extend(["-p", p]);
-        }
-        cargo(&args)?;
-    }
     Ok(())
 }
 
