@@ -53,8 +53,11 @@ pub(crate) const DIST_TARGETS: &[(&str, Toolchain, Format, &str)] = &[
     ),
 ];
 
-/// The binaries every archive holds.
-const BINARIES: &[&str] = &["autogpt-shim", "shim-audit"];
+/// The binaries every archive holds: (package, binary).
+const BINARIES: &[(&str, &str)] = &[
+    ("autogpt-shim", "autogpt-shim"),
+    ("shim-audit-cli", "shim-audit"),
+];
 
 /// Documents every archive holds: (path in the workspace, name in the archive).
 const DOCS: &[(&str, &str)] = &[("README.md", "README.md")];
@@ -164,12 +167,13 @@ fn build(
     let mut cmd = targets::cargo_for(toolchain, "build");
     cmd.args(["--profile", profile, "--target", triple])
         .current_dir(root);
-    for b in BINARIES {
-        cmd.args(["-p", b]);
+    for (package, bin) in BINARIES {
+        cmd.args(["-p", package, "--bin", bin]);
     }
+    let names: Vec<&str> = BINARIES.iter().map(|b| b.1).collect();
     println!(
         "xtask: building {} for {triple} ({profile})",
-        BINARIES.join(", ")
+        names.join(", ")
     );
     // Show the compiler's output as it comes, and keep its first error for the summary.
     let mut child = cmd
@@ -204,7 +208,7 @@ fn contents(
     exe: &str,
 ) -> Result<Vec<(String, Vec<u8>, bool)>> {
     let mut files = Vec::new();
-    for b in BINARIES {
+    for (_, b) in BINARIES {
         let name = format!("{b}{exe}");
         let bytes = std::fs::read(bin_dir.join(&name))
             .with_context(|| format!("cannot read {}", bin_dir.join(&name).display()))?;
