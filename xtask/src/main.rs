@@ -7,6 +7,8 @@
 
 mod codegen;
 mod wine;
+mod dist;
+mod targets;
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -64,23 +66,6 @@ const TEST_PACKAGES: &[&str] = &[
     "util-linux",
 ];
 
-/// Packages `check-targets` checks for Windows. Not yet `shim-daemon`/`autogpt-shim`:
-/// `shim-jail` and `shim-exec` provide `JailRoot` and `Executor` on unix only, so the
-/// daemon cannot serve requests there yet.
-const WINDOWS_CHECK_PACKAGES: &[&str] = &[
-    "shim-protocol",
-    "shim-jail",
-    "shim-exec",
-    "shim-audit",
-    "shim-auth",
-    "shim-cu",
-];
-
-/// Packages `check-targets` checks for macOS: those whose dependencies need no C
-/// toolchain for it (ring's build script needs the macOS SDK's TargetConditionals.h,
-/// which a Debian machine does not have).
-const MACOS_CHECK_PACKAGES: &[&str] = &["shim-protocol", "shim-jail", "shim-exec", "shim-cu"];
-
 /// The library crates published for other Rust executors (issue 18): documented with
 /// `cargo doc -D warnings`, built alone, published together, API-checked against a baseline.
 const LIBRARY_CRATES: &[&str] = &[
@@ -97,17 +82,6 @@ const LIBRARY_CRATES: &[&str] = &[
 /// Cargo.toml's `[workspace.package]` and on the five `[workspace.dependencies]`). After a
 /// release, move this to the released commit.
 const API_BASELINE_REV: &str = "42ff0e87d9411aebcb4887ab993eda2f53898a98";
-
-/// Targets `check-targets` checks: (target, Debian package of its C cross-compiler or "",
-/// packages to check).
-const CROSS_TARGETS: &[(&str, &str, &[&str])] = &[
-    (
-        "x86_64-pc-windows-gnu",
-        "gcc-mingw-w64-x86-64",
-        WINDOWS_CHECK_PACKAGES,
-    ),
-    ("x86_64-apple-darwin", "", MACOS_CHECK_PACKAGES),
-];
 
 #[derive(Parser)]
 #[command(
@@ -137,12 +111,24 @@ enum Cmd {
         #[arg(long, default_value_t = 60)]
         time: u64,
     },
-    /// `cargo check` the daemon and its crates for Windows and macOS (best effort: a target
-    /// rustup cannot add is skipped with a message).
+    /// Check (clippy) the workspace for Windows, macOS and Linux ARM, build and unit-test
+    /// what links here (aarch64 under qemu); says per target what was done and why not more.
+    /// Best effort: a target whose tools cannot be installed is skipped with the reason.
     CheckTargets,
     /// Build for x86_64-pc-windows-gnu and run its tests and the demo under Wine (installs
     /// Wine and mingw-w64 and prepares a Wine prefix in the target directory).
     WineTest,
+    /// Build release archives with SHA-256 sums into target/dist (Linux x86_64 and aarch64
+    /// tar.gz, Windows zip), unpack each and run `autogpt-shim --version` from it where it
+    /// can run here. A target that does not compile is reported as skipped with the reason.
+    Dist {
+        /// Only this target (repeatable); default: all of them.
+        #[arg(long = "target")]
+        targets: Vec<String>,
+        /// The cargo profile (`release` for users; CI uses the cheaper `dist-ci`).
+        #[arg(long, default_value = "release")]
+        profile: String,
+    },
     /// Regenerate the checked-in generated files (the protocol's JSON schema).
     Codegen {
         /// Only check that the checked-in files match the code; fail if they do not.
@@ -187,9 +173,13 @@ fn run(cmd: Cmd) -> Result<()> {
             ci(&root)
         }
         Cmd::Ci => ci(&root),
-        Cmd::CheckTargets => check_targets(),
+        Cmd::CheckTargets => targets::check_targets(),
         Cmd::Library { only } => library(&root, only.as_deref()),
         Cmd::WineTest => wine::wine_test(&root),
+        Cmd::Dist { targets, profile } => {
+            ensure_packages(BUILD_PACKAGES)?;
+            dist::dist(&root, &targets, &profile)
+        }
         Cmd::Codegen { check } => codegen::codegen(&root, check),
         Cmd::Fuzz { target, time } => {
             ensure_cargo_tool("fuzz", "cargo-fuzz")?;
@@ -291,6 +281,7 @@ fn setup() -> Result<()> {
     // The library API baseline check (`cargo xtask library api`).
     ensure_cargo_tool("semver-checks", "cargo-semver-checks")?;
     oidc_provider()?;
+    targets::install_cross_tools();
     Ok(())
 }
 
@@ -341,7 +332,13 @@ fn ci(root: &Path) -> Result<()> {
             .context("cannot run cargo test")?;
         check(status, "cargo test --workspace")
     })?;
-    step("other targets (best effort)", check_targets)?;
+    step("other targets (best effort)", targets::check_targets)?;
+    // The release archive users get, built with the cheaper dist-ci profile (no LTO, 16
+    // codegen units) and smoke-tested from the unpacked copy; the other archives need
+    // cross-linkers and are `cargo xtask dist`'s job, not CI's.
+    step("release archive (x86_64 Linux, dist-ci profile)", || {
+        dist::dist(root, &["x86_64-unknown-linux-gnu".to_owned()], "dist-ci")
+    })?;
     step("licences, bans and sources", || {
         // The advisory database cannot be fetched on our machines.
         cargo(&[

@@ -128,7 +128,8 @@ pub enum Command {
     Revoke,
     /// Check the machine: configuration, credentials, audit log, platform, desktop, hardware.
     Doctor,
-    /// Write the per-user autostart entry (systemd user unit on Linux/WSL2).
+    /// Write the per-user autostart entry (launchd agent on macOS, systemd user unit on
+    /// Linux/WSL2, Task Scheduler XML on Windows); prints how to activate it.
     Install {
         /// Start at login.
         #[arg(long)]

@@ -399,46 +399,15 @@ pub fn is_loopback_host(host: &url::Host<&str>) -> bool {
 
 /// The default config file of 4.2 for this OS.
 pub fn default_config_path(home: Option<&Path>, env: &ConfigSources) -> Option<PathBuf> {
-    if cfg!(target_os = "macos") {
-        return home
-            .map(|h| h.join("Library/Application Support/autogpt-local-executor/config.toml"));
-    }
-    if cfg!(windows) {
-        // %APPDATA%, default <home>\AppData\Roaming (JAIL_FILES_EXEC.md 1.4).
-        let base = env
-            .env_get("APPDATA")
-            .map(PathBuf::from)
-            .or_else(|| home.map(|h| h.join("AppData").join("Roaming")))?;
-        return Some(base.join("autogpt-local-executor").join("config.toml"));
-    }
-    let base = env
-        .env_get("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.map(|h| h.join(".config")))?;
-    Some(base.join("autogpt-local-executor").join("config.toml"))
+    crate::paths::config_file(crate::paths::Os::current(), home, &|k| {
+        env.env_get(k).map(str::to_owned)
+    })
 }
 
 fn default_audit_path(home: Option<&Path>, env: &ConfigSources) -> Option<PathBuf> {
-    if cfg!(target_os = "macos") {
-        return home.map(|h| h.join("Library/Logs/autogpt-local-executor/audit.log"));
-    }
-    if cfg!(windows) {
-        // %LOCALAPPDATA%, default <home>\AppData\Local (JAIL_FILES_EXEC.md 1.4).
-        let base = env
-            .env_get("LOCALAPPDATA")
-            .map(PathBuf::from)
-            .or_else(|| home.map(|h| h.join("AppData").join("Local")))?;
-        return Some(
-            base.join("autogpt-local-executor")
-                .join("logs")
-                .join("audit.log"),
-        );
-    }
-    let base = env
-        .env_get("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.map(|h| h.join(".local").join("state")))?;
-    Some(base.join("autogpt-local-executor").join("audit.log"))
+    crate::paths::audit_log(crate::paths::Os::current(), home, &|k| {
+        env.env_get(k).map(str::to_owned)
+    })
 }
 
 fn kind_of(key: &str) -> Option<Kind> {
@@ -920,11 +889,7 @@ fn resolve(
             let h = home
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from("/"));
-            if cfg!(target_os = "macos") {
-                h.join("Documents").join("autogpt-workspace")
-            } else {
-                h.join("autogpt-workspace")
-            }
+            crate::paths::default_allowed_root(crate::paths::Os::current(), &h)
         }
     };
     let audit_log_path = match raw.path("audit_log_path", home, &src.cwd)? {
@@ -1100,3 +1065,25 @@ fn hardware_settings(
 #[cfg(test)]
 #[path = "config_tests.rs"]
 mod tests;
+
+/// Every configuration key with its value type and environment variable, in the order of
+/// the key table: the source of the generated docs/reference/config.md.
+pub fn reference() -> Vec<(&'static str, &'static str, String)> {
+    KEYS.iter()
+        .map(|(key, kind)| {
+            let ty = match kind {
+                Kind::Str => "string",
+                Kind::Bool => "boolean",
+                Kind::Int => "integer",
+                Kind::Float => "number",
+                Kind::Path => "path",
+                Kind::StrList => "list of strings",
+            };
+            (
+                *key,
+                ty,
+                format!("{ENV_PREFIX}{}", key.to_ascii_uppercase()),
+            )
+        })
+        .collect()
+}

@@ -1,5 +1,5 @@
 //! Host identity (PROTOCOL.md 5.1.1, 5.1.2): machine id, platform and architecture
-//! normalisation, host name, home directory.
+//! normalisation, host name, home directory. The machine id per OS is JAIL_FILES_EXEC.md 1.3.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -7,18 +7,15 @@ use std::path::PathBuf;
 use shim_protocol::messages::handshake::Arch;
 use shim_protocol::messages::handshake::Platform;
 
-/// The user's home directory: POSIX `HOME`; Windows `%USERPROFILE%`, else
-/// `%HOMEDRIVE%%HOMEPATH%` (JAIL_FILES_EXEC.md 1.4). Empty values count as unset.
+/// The user's home directory (JAIL_FILES_EXEC.md 1.4): `HOME` on POSIX; on Windows
+/// `USERPROFILE`, else `HOMEDRIVE` + `HOMEPATH`.
 pub fn home_dir() -> Option<PathBuf> {
-    let var = |n: &str| std::env::var_os(n).filter(|h| !h.is_empty());
     if cfg!(windows) {
-        return var("USERPROFILE").map(PathBuf::from).or_else(|| {
-            let mut p = var("HOMEDRIVE")?;
-            p.push(var("HOMEPATH")?);
-            Some(PathBuf::from(p))
-        });
+        return crate::paths::home(crate::paths::Os::Windows, &|k| std::env::var(k).ok());
     }
-    var("HOME").map(PathBuf::from)
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
 }
 
 /// The host name (`uname` nodename; Windows `%COMPUTERNAME%`), or `"localhost"` if it is
@@ -118,26 +115,110 @@ pub fn new_fallback_id(hostname: &str) -> String {
     out.chars().take(128).collect()
 }
 
-/// Detects the machine id (5.1.1) for Linux/WSL2, with the fallback file under `home`.
+/// The `IOPlatformUUID` in the output of `ioreg -rd1 -c IOPlatformExpertDevice` (macOS,
+/// JAIL_FILES_EXEC.md 1.3): the first line containing `IOPlatformUUID`, the text after its
+/// first `=`, trimmed, surrounding `"` removed, lower-cased. `None` when there is no such
+/// line, no `=` on it, or an empty value (the caller then uses the fallback file).
+pub fn parse_ioreg_platform_uuid(output: &str) -> Option<String> {
+    let line = output.lines().find(|l| l.contains("IOPlatformUUID"))?;
+    let (_, value) = line.split_once('=')?;
+    let v = value.trim();
+    let v = v.strip_prefix('"').unwrap_or(v);
+    let v = v.strip_suffix('"').unwrap_or(v).trim();
+    (!v.is_empty()).then(|| v.to_lowercase())
+}
+
+/// The Windows `MachineGuid` registry value (JAIL_FILES_EXEC.md 1.3) as the id: trimmed
+/// (also of the `NUL` a `REG_SZ` may end with) and lower-cased; `None` if empty.
+pub fn normalize_machine_guid(raw: &str) -> Option<String> {
+    let v = raw.trim_matches(|c: char| c.is_whitespace() || c == '\0');
+    (!v.is_empty()).then(|| v.to_lowercase())
+}
+
+/// How long `ioreg` may take on macOS before the fallback is used (1.3: 5 s).
+#[cfg(target_os = "macos")]
+const IOREG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The OS's own machine id (1.3), `None` on any failure (then the fallback file is used).
+#[cfg(target_os = "macos")]
+fn os_machine_id() -> Option<String> {
+    use std::io::Read;
+    let mut child = std::process::Command::new("ioreg")
+        .args(["-rd1", "-c", "IOPlatformExpertDevice"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    // Read on a thread so that a stuck ioreg cannot hold us past the timeout.
+    let mut stdout = child.stdout.take()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout.read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    let out = rx.recv_timeout(IOREG_TIMEOUT);
+    let _ = child.kill();
+    let _ = child.wait();
+    parse_ioreg_platform_uuid(&String::from_utf8_lossy(&out.ok()?))
+}
+
+/// The OS's own machine id (1.3), `None` on any failure (then the fallback file is used).
+/// Read from the 64-bit registry view so that a 32-bit build is not redirected by WOW64.
+#[cfg(windows)]
+fn os_machine_id() -> Option<String> {
+    use winreg::RegKey;
+    use winreg::enums::HKEY_LOCAL_MACHINE;
+    use winreg::enums::KEY_READ;
+    use winreg::enums::KEY_WOW64_64KEY;
+    let key = RegKey::predef(HKEY_LOCAL_MACHINE)
+        .open_subkey_with_flags(
+            r"SOFTWARE\Microsoft\Cryptography",
+            KEY_READ | KEY_WOW64_64KEY,
+        )
+        .ok()?;
+    let raw: String = key.get_value("MachineGuid").ok()?;
+    normalize_machine_guid(&raw)
+}
+
+/// The OS's own machine id (1.3), `None` on any failure (then the fallback file is used).
+#[cfg(not(any(target_os = "macos", windows)))]
+fn os_machine_id() -> Option<String> {
+    ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        .iter()
+        .find_map(|f| normalize_linux_machine_id(&std::fs::read_to_string(f).ok()?))
+}
+
+/// Detects the machine id (JAIL_FILES_EXEC.md 1.3): the OS's own id (macOS `IOPlatformUUID`,
+/// Windows `MachineGuid`, Linux/WSL2 `/etc/machine-id`), else the fallback file under `home`.
 pub fn detect_machine_id(home: Option<&Path>) -> Result<String, String> {
-    for f in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
-        if let Ok(raw) = std::fs::read_to_string(f)
-            && let Some(id) = normalize_linux_machine_id(&raw)
-        {
-            return Ok(id);
-        }
+    if let Some(id) = os_machine_id() {
+        return Ok(id);
     }
     let home = home.ok_or("no machine id and no home directory for the fallback file")?;
+    Ok(fallback_machine_id(home, &hostname()))
+}
+
+/// The fallback id of 1.3: the trimmed content of `<home>/.autogpt-local-executor-machine-id`
+/// if it is non-empty, else a fresh `<hostname>-<uuid4>` written there. If writing fails the
+/// fresh id is still returned (it then changes on every start, as the spec allows).
+pub fn fallback_machine_id(home: &Path, hostname: &str) -> String {
     let path = home.join(".autogpt-local-executor-machine-id");
     if let Ok(raw) = std::fs::read_to_string(&path) {
         let t = raw.trim();
         if !t.is_empty() {
-            return Ok(t.to_owned());
+            return t.to_owned();
         }
     }
-    let id = new_fallback_id(&hostname());
-    std::fs::write(&path, &id).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(id)
+    let id = new_fallback_id(hostname);
+    if let Err(e) = std::fs::write(&path, &id) {
+        tracing::warn!(
+            "cannot write {}: {e}; the machine id will change on every start",
+            path.display()
+        );
+    }
+    id
 }
 
 #[cfg(test)]

@@ -25,10 +25,13 @@ pub mod error;
 pub mod host;
 pub mod ipc;
 pub mod policy;
+pub mod paths;
 pub mod runtime;
 
 use std::io::IsTerminal;
 use std::io::Write;
+
+use shim_protocol::messages::handshake::Platform;
 
 pub use error::ConfigError;
 pub use error::DaemonError;
@@ -249,7 +252,7 @@ pub fn run(cli: Cli) -> u8 {
                 }
             }
             match autostart_entry(&sources) {
-                Some((platform, a)) => {
+                Some((platform, _, a)) => {
                     let state = if a.file.is_file() {
                         "installed"
                     } else {
@@ -278,7 +281,7 @@ pub fn run(cli: Cli) -> u8 {
         }
         Command::Install { .. } => install(&sources),
         Command::Uninstall => {
-            let Some((_, a)) = autostart_entry(&sources) else {
+            let Some((_, _, a)) = autostart_entry(&sources) else {
                 let _ = writeln!(
                     stderr,
                     "Unsupported platform for autostart uninstall: {}",
@@ -368,31 +371,32 @@ pub fn run(cli: Cli) -> u8 {
     }
 }
 
-fn env_path(sources: &ConfigSources, name: &str) -> Option<std::path::PathBuf> {
-    sources
-        .env
-        .iter()
-        .find(|(k, v)| k == name && !v.is_empty())
-        .map(|(_, v)| std::path::PathBuf::from(v))
+fn env_lookup(sources: &ConfigSources) -> impl Fn(&str) -> Option<String> + '_ {
+    |name| {
+        sources
+            .env
+            .iter()
+            .find(|(k, v)| k == name && !v.is_empty())
+            .map(|(_, v)| v.clone())
+    }
 }
 
 fn autostart_entry(
     sources: &ConfigSources,
-) -> Option<(&'static str, commands::autostart::Autostart)> {
+) -> Option<(&'static str, Platform, commands::autostart::Autostart)> {
     let platform = host::platform()?;
     let home = sources.home.clone()?;
-    let xdg = env_path(sources, "XDG_CONFIG_HOME");
-    commands::autostart::for_platform(platform, &home, xdg.as_deref())
-        .map(|a| (platform.as_str(), a))
+    commands::autostart::for_platform(platform, &home, &env_lookup(sources))
+        .map(|a| (platform.as_str(), platform, a))
 }
 
 /// `install` (5.4): writes the per-user service definition; never activates it.
 fn install(sources: &ConfigSources) -> u8 {
     let mut stderr = std::io::stderr();
-    let Some((platform, a)) = autostart_entry(sources) else {
+    let Some((name, platform, a)) = autostart_entry(sources) else {
         let _ = writeln!(
             stderr,
-            "Unsupported platform for autostart install: {} (this build writes systemd user units for Linux and WSL2 only)",
+            "Unsupported platform for autostart install: {}",
             std::env::consts::OS
         );
         return EXIT_FAIL;
@@ -415,37 +419,36 @@ fn install(sources: &ConfigSources) -> u8 {
             }
         },
     };
-    let Some(log_dir) = env_path(sources, "XDG_STATE_HOME")
-        .or_else(|| {
-            sources
-                .home
-                .as_ref()
-                .map(|h| h.join(".local").join("state"))
-        })
-        .map(|b| b.join("autogpt-local-executor"))
-    else {
-        let _ = writeln!(stderr, "Cannot determine the log directory.");
-        return EXIT_FAIL;
+    let subst = commands::autostart::Substitutions {
+        program,
+        config,
+        out_log: a.log_dir.join("shim.out.log"),
+        err_log: a.log_dir.join("shim.err.log"),
     };
-    let unit = commands::autostart::systemd_unit(
-        &program,
-        &config,
-        &log_dir.join("shim.out.log"),
-        &log_dir.join("shim.err.log"),
-    );
-    let written = std::fs::create_dir_all(&log_dir)
+    let contents = match commands::autostart::definition(platform, &subst) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(stderr, "Cannot write the autostart entry: {e}");
+            let _ = writeln!(
+                stderr,
+                "hint: move the program or pass --config with a path without control characters"
+            );
+            return EXIT_FAIL;
+        }
+    };
+    let written = std::fs::create_dir_all(&a.log_dir)
         .and_then(|()| match a.file.parent() {
             Some(d) => std::fs::create_dir_all(d),
             None => Ok(()),
         })
-        .and_then(|()| std::fs::write(&a.file, unit));
+        .and_then(|()| std::fs::write(&a.file, contents));
     if let Err(e) = written {
         let _ = writeln!(stderr, "Cannot write {}: {e}", a.file.display());
         return EXIT_FAIL;
     }
     let mut out = std::io::stdout();
     let _ = writeln!(out, "Wrote autostart entry: {}", a.file.display());
-    let _ = writeln!(out, "Platform: {platform}");
+    let _ = writeln!(out, "Platform: {name}");
     let _ = writeln!(out, "Enable: {}", a.enable);
     let _ = writeln!(out, "Disable: {}", a.disable);
     for n in &a.notes {

@@ -1,3 +1,4 @@
 //! One module per concern.
 
+mod docs;
 mod layout;
