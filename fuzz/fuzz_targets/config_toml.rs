@@ -67,6 +67,17 @@ const KEYS: &[&str] = &[
     "oauth_callback_timeout_seconds",
     "command_policy_file",
     "approval_timeout_seconds",
+    "shell_sandbox",
+    "shell_network",
+    "shell_sandbox_writable",
+    "shell_sandbox_readable",
+    "local_llm_timeout_seconds",
+    "hardware_protocol",
+    "hardware_serial_allow",
+    "hardware_gpio_writable",
+    "hardware_sysfs_root",
+    "hardware_devfs_root",
+    "hardware_handle_expiry_seconds",
 ];
 
 fn file() -> &'static PathBuf {

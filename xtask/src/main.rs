@@ -584,31 +584,6 @@ fn library_api_self_test(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `cargo check` of [`CROSS_TARGETS`]. A target rustup cannot add, or whose C
-/// cross-compiler cannot be installed, is skipped with a message; a compile error fails.
-fn check_targets() -> Result<()> {
-    for (target, compiler, packages) in CROSS_TARGETS {
-        let added = Command::new("rustup")
-            .args(["target", "add", target])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !added {
-            println!("xtask: skipping {target}: `rustup target add {target}` failed (offline?)");
-            continue;
-        }
-        if !compiler.is_empty() && ensure_packages(&[compiler]).is_err() {
-            println!("xtask: skipping {target}: cannot install its C cross-compiler {compiler}");
-            continue;
-        }
-        let mut args = vec!["check", "--target", target];
-        for p in *packages {
-            args.extend(["-p", p]);
-        }
-        cargo(&args)?;
-    }
-    Ok(())
-}
-
 /// The daemon's demo: the real daemon against the embedded loopback platform peer, with
 /// shell execution enabled so the chat includes a command.
 fn demo() -> Result<()> {
