@@ -6,9 +6,9 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod codegen;
-mod wine;
 mod dist;
 mod targets;
+mod wine;
 
 use std::path::Path;
 use std::path::PathBuf;

@@ -24,8 +24,8 @@ pub mod confinement;
 pub mod error;
 pub mod host;
 pub mod ipc;
-pub mod policy;
 pub mod paths;
+pub mod policy;
 pub mod runtime;
 
 use std::io::IsTerminal;

@@ -145,7 +145,10 @@ async fn the_sandbox_lines_follow_the_settings() {
     assert_eq!(r.code, 0, "{}", r.raw);
     let (m, d) = r.get("shell_sandbox");
     assert_eq!(m, "WARN");
-    assert!(d.starts_with("off by setting: commands are not confined"), "{d}");
+    assert!(
+        d.starts_with("off by setting: commands are not confined"),
+        "{d}"
+    );
     let (m, d) = r.get("shell_network");
     assert_eq!(m, "OK");
     assert!(d.starts_with("deny via network-namespace+seccomp"), "{d}");

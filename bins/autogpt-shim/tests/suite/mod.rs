@@ -18,8 +18,8 @@ mod llm;
 mod oauth;
 #[cfg(unix)]
 mod policy;
-#[cfg(windows)]
-mod windows;
 mod recording;
 pub(crate) mod sandbox;
 mod sandbox_corpus;
+#[cfg(windows)]
+mod windows;

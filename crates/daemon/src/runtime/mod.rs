@@ -32,9 +32,9 @@ pub(crate) mod file_id;
 pub mod grant;
 pub mod handshake;
 pub mod harden;
+pub(crate) mod hw;
 #[cfg(unix)]
 pub(crate) mod ipc_server;
-pub(crate) mod hw;
 pub(crate) mod llm;
 pub(crate) mod machine;
 pub(crate) mod session_locks;
