@@ -11,375 +11,389 @@
 //! Prints the figures and PASS/FAIL; exits 1 on a FAIL.
 #![allow(clippy::print_stdout)]
 
-use std::io::Read;
-use std::io::Write;
-use std::os::unix::fs::symlink;
-use std::path::Path;
-use std::process::Stdio;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
-use std::time::Instant;
-
-use base64::Engine;
-use serialport::SerialPort;
-use serialport::TTYPort;
-use shim_auth::CredentialStore;
-use shim_auth::EncryptedFileStore;
-use shim_auth::KdfParams;
-use shim_auth::Secret;
-use shim_platform_peer::AckConfig;
-use shim_platform_peer::Connection;
-use shim_platform_peer::Peer;
-use shim_platform_peer::PeerConfig;
-use shim_platform_peer::ollama::Chat;
-use shim_platform_peer::ollama::FakeOllama;
-use shim_platform_peer::ollama::Tags;
-use shim_platform_peer::ollama::delta_line;
-use shim_platform_peer::ollama::done_line;
-use shim_protocol::Capability;
-use shim_protocol::Message;
-use shim_protocol::messages::hardware::FlowControl;
-use shim_protocol::messages::hardware::Parity;
-use shim_protocol::messages::hardware::SerialOpen;
-use shim_protocol::messages::hardware::SerialRead;
-use shim_protocol::messages::hardware::SerialWrite;
-use shim_protocol::messages::llm::ChatMessage;
-use shim_protocol::messages::llm::ChatRole;
-use shim_protocol::messages::llm::LocalLlmCompletion;
-
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
-
-const PASSPHRASE: &str = "bench-hw-passphrase";
-const PLATFORM_URL: &str = "http://127.0.0.1:9";
-const SESSION: &str = "3b1d6f0e-bench-4e2e-9a11-000000000002";
-const T: Duration = Duration::from_secs(60);
-const STEP: usize = 64 * 1024;
-const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
-
-fn env_num(k: &str, default: u64) -> u64 {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+// Pty pairs exist on Unix only; elsewhere the example says so and exits.
+#[cfg(not(unix))]
+fn main() {
+    println!("bench_hw needs Unix pseudo-terminal pairs");
 }
 
-/// A pty pair with close-on-exec descriptors: (far end, device side, device path).
-fn pty() -> Res<(TTYPort, TTYPort, String)> {
-    let (m, s) = TTYPort::pair()?;
-    let path = s.name().ok_or("pty without a name")?;
-    Ok((m.try_clone_native()?, s.try_clone_native()?, path))
+#[cfg(unix)]
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    bench::main()
 }
 
-/// Echoes the far end back, reading and writing on separate threads.
-fn echo(master: TTYPort, stop: Arc<AtomicBool>) -> Res<()> {
-    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    let mut reader = master;
-    let mut writer = reader.try_clone_native()?;
-    reader.set_timeout(Duration::from_millis(50))?;
-    writer.set_timeout(Duration::from_secs(30))?;
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; STEP];
-        while !stop.load(Ordering::SeqCst) {
-            match reader.read(&mut buf) {
-                Ok(n) if n > 0 => {
-                    if tx.send(buf[..n].to_vec()).is_err() {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-                _ => std::thread::sleep(Duration::from_millis(5)),
-            }
-        }
-    });
-    std::thread::spawn(move || {
-        while let Ok(b) = rx.recv() {
-            if writer.write_all(&b).is_err() {
-                return;
-            }
-        }
-    });
-    Ok(())
-}
+#[cfg(unix)]
+mod bench {
+    use std::io::Read;
+    use std::io::Write;
+    use std::os::unix::fs::symlink;
+    use std::path::Path;
+    use std::process::Stdio;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    use std::time::Instant;
 
-/// The same pattern as through the daemon, on the device side directly: write 64 KiB
-/// (drained), read it back; MB/s.
-fn direct_serial(total: usize) -> Res<f64> {
-    let (m, _keep, path) = pty()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    echo(m, stop.clone())?;
-    let builder = serialport::new(&path, 115_200).timeout(Duration::from_secs(10));
-    let mut dev = TTYPort::open(&builder)?;
-    let data = vec![0x5au8; STEP];
-    let mut buf = vec![0u8; STEP];
-    let started = Instant::now();
-    let mut moved = 0;
-    while moved < total {
-        dev.write_all(&data)?;
-        dev.flush()?;
-        let mut got = 0;
-        while got < STEP {
-            got += dev.read(&mut buf[..STEP - got])?;
-        }
-        moved += STEP;
+    use base64::Engine;
+    use serialport::SerialPort;
+    use serialport::TTYPort;
+    use shim_auth::CredentialStore;
+    use shim_auth::EncryptedFileStore;
+    use shim_auth::KdfParams;
+    use shim_auth::Secret;
+    use shim_platform_peer::AckConfig;
+    use shim_platform_peer::Connection;
+    use shim_platform_peer::Peer;
+    use shim_platform_peer::PeerConfig;
+    use shim_platform_peer::ollama::Chat;
+    use shim_platform_peer::ollama::FakeOllama;
+    use shim_platform_peer::ollama::Tags;
+    use shim_platform_peer::ollama::delta_line;
+    use shim_platform_peer::ollama::done_line;
+    use shim_protocol::Capability;
+    use shim_protocol::Message;
+    use shim_protocol::messages::hardware::FlowControl;
+    use shim_protocol::messages::hardware::Parity;
+    use shim_protocol::messages::hardware::SerialOpen;
+    use shim_protocol::messages::hardware::SerialRead;
+    use shim_protocol::messages::hardware::SerialWrite;
+    use shim_protocol::messages::llm::ChatMessage;
+    use shim_protocol::messages::llm::ChatRole;
+    use shim_protocol::messages::llm::LocalLlmCompletion;
+
+    type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+    const PASSPHRASE: &str = "bench-hw-passphrase";
+    const PLATFORM_URL: &str = "http://127.0.0.1:9";
+    const SESSION: &str = "3b1d6f0e-bench-4e2e-9a11-000000000002";
+    const T: Duration = Duration::from_secs(60);
+    const STEP: usize = 64 * 1024;
+    const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+    fn env_num(k: &str, default: u64) -> u64 {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     }
-    let secs = started.elapsed().as_secs_f64();
-    stop.store(true, Ordering::SeqCst);
-    Ok(total as f64 / secs / 1e6)
-}
 
-async fn daemon_serial(conn: &Connection, port: &str, total: usize) -> Res<f64> {
-    let r = conn
-        .request(
-            Message::SerialOpen(SerialOpen {
-                port: port.to_owned(),
-                baud_rate: 115_200,
-                data_bits: 8,
-                parity: Parity::None,
-                stop_bits: 1,
-                flow_control: FlowControl::None,
-            }),
-            T,
-        )
-        .await?;
-    let Message::SerialOpened(o) = r.frame.message else {
-        return Err(format!("SERIAL_OPEN: {:?}", r.frame.message).into());
-    };
-    let data = B64.encode(vec![0x5au8; STEP]);
-    let started = Instant::now();
-    let mut moved = 0;
-    while moved < total {
+    /// A pty pair with close-on-exec descriptors: (far end, device side, device path).
+    fn pty() -> Res<(TTYPort, TTYPort, String)> {
+        let (m, s) = TTYPort::pair()?;
+        let path = s.name().ok_or("pty without a name")?;
+        Ok((m.try_clone_native()?, s.try_clone_native()?, path))
+    }
+
+    /// Echoes the far end back, reading and writing on separate threads.
+    fn echo(master: TTYPort, stop: Arc<AtomicBool>) -> Res<()> {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let mut reader = master;
+        let mut writer = reader.try_clone_native()?;
+        reader.set_timeout(Duration::from_millis(50))?;
+        writer.set_timeout(Duration::from_secs(30))?;
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; STEP];
+            while !stop.load(Ordering::SeqCst) {
+                match reader.read(&mut buf) {
+                    Ok(n) if n > 0 => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                    _ => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        std::thread::spawn(move || {
+            while let Ok(b) = rx.recv() {
+                if writer.write_all(&b).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// The same pattern as through the daemon, on the device side directly: write 64 KiB
+    /// (drained), read it back; MB/s.
+    fn direct_serial(total: usize) -> Res<f64> {
+        let (m, _keep, path) = pty()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        echo(m, stop.clone())?;
+        let builder = serialport::new(&path, 115_200).timeout(Duration::from_secs(10));
+        let mut dev = TTYPort::open(&builder)?;
+        let data = vec![0x5au8; STEP];
+        let mut buf = vec![0u8; STEP];
+        let started = Instant::now();
+        let mut moved = 0;
+        while moved < total {
+            dev.write_all(&data)?;
+            dev.flush()?;
+            let mut got = 0;
+            while got < STEP {
+                got += dev.read(&mut buf[..STEP - got])?;
+            }
+            moved += STEP;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        stop.store(true, Ordering::SeqCst);
+        Ok(total as f64 / secs / 1e6)
+    }
+
+    async fn daemon_serial(conn: &Connection, port: &str, total: usize) -> Res<f64> {
         let r = conn
             .request(
-                Message::SerialWrite(SerialWrite {
-                    handle: o.handle.clone(),
-                    data: data.clone(),
-                    drain: true,
+                Message::SerialOpen(SerialOpen {
+                    port: port.to_owned(),
+                    baud_rate: 115_200,
+                    data_bits: 8,
+                    parity: Parity::None,
+                    stop_bits: 1,
+                    flow_control: FlowControl::None,
                 }),
                 T,
             )
             .await?;
-        if !matches!(r.frame.message, Message::Ack(_)) {
-            return Err(format!("SERIAL_WRITE: {:?}", r.frame.message).into());
-        }
-        let mut got = 0;
-        while got < STEP {
+        let Message::SerialOpened(o) = r.frame.message else {
+            return Err(format!("SERIAL_OPEN: {:?}", r.frame.message).into());
+        };
+        let data = B64.encode(vec![0x5au8; STEP]);
+        let started = Instant::now();
+        let mut moved = 0;
+        while moved < total {
             let r = conn
                 .request(
-                    Message::SerialRead(SerialRead {
+                    Message::SerialWrite(SerialWrite {
                         handle: o.handle.clone(),
-                        max_bytes: (STEP - got) as u32,
-                        timeout_ms: 5000,
+                        data: data.clone(),
+                        drain: true,
                     }),
                     T,
                 )
                 .await?;
-            let Message::SerialData(d) = r.frame.message else {
-                return Err(format!("SERIAL_READ: {:?}", r.frame.message).into());
-            };
-            got += d.size_bytes as usize;
+            if !matches!(r.frame.message, Message::Ack(_)) {
+                return Err(format!("SERIAL_WRITE: {:?}", r.frame.message).into());
+            }
+            let mut got = 0;
+            while got < STEP {
+                let r = conn
+                    .request(
+                        Message::SerialRead(SerialRead {
+                            handle: o.handle.clone(),
+                            max_bytes: (STEP - got) as u32,
+                            timeout_ms: 5000,
+                        }),
+                        T,
+                    )
+                    .await?;
+                let Message::SerialData(d) = r.frame.message else {
+                    return Err(format!("SERIAL_READ: {:?}", r.frame.message).into());
+                };
+                got += d.size_bytes as usize;
+            }
+            moved += STEP;
         }
-        moved += STEP;
+        Ok(total as f64 / started.elapsed().as_secs_f64() / 1e6)
     }
-    Ok(total as f64 / started.elapsed().as_secs_f64() / 1e6)
-}
 
-/// The Ollama stream read directly: seconds to the last line.
-async fn direct_stream(url: &str) -> Res<f64> {
-    let client = reqwest::Client::new();
-    let started = Instant::now();
-    let mut resp = client
-        .post(format!("{url}/api/chat"))
-        .body("{}")
-        .send()
-        .await?;
-    let mut lines = 0usize;
-    while let Some(c) = resp.chunk().await? {
-        lines += c.iter().filter(|b| **b == b'\n').count();
-    }
-    if lines == 0 {
-        return Err("empty stream".into());
-    }
-    Ok(started.elapsed().as_secs_f64())
-}
-
-fn completion() -> Message {
-    Message::LocalLlmCompletion(LocalLlmCompletion {
-        model: "bench".into(),
-        messages: vec![ChatMessage {
-            role: ChatRole::User,
-            content: "hi".into(),
-        }],
-        max_tokens: 1024,
-        temperature: 0.0,
-        top_p: 1.0,
-        stream: true,
-    })
-}
-
-fn credentials(dir: &Path) -> Res<()> {
-    std::fs::create_dir_all(dir)?;
-    let store =
-        EncryptedFileStore::with_params(dir, Secret::new(PASSPHRASE), KdfParams::MIN_ACCEPTED)?;
-    let key = shim_audit::AuditKey::generate()?;
-    store.set(
-        shim_auth::account::AUDIT_KEY,
-        &Secret::new(key.to_hex().as_str()),
-    )?;
-    let dep = format!("autogpt-local-executor@{PLATFORM_URL}");
-    store.set(
-        &shim_auth::account::access_token(&dep),
-        &Secret::new("bench-access-token"),
-    )?;
-    Ok(())
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "PASS" } else { "FAIL" }
-}
-
-#[tokio::main]
-async fn main() -> Res<()> {
-    let bin = std::env::args()
-        .nth(1)
-        .ok_or("usage: bench_hw PATH-TO-autogpt-shim")?;
-    let total = env_num("BENCH_HW_SERIAL_MIB", 8) as usize * 1024 * 1024;
-    let chunks = env_num("BENCH_HW_CHUNKS", 5000) as usize;
-    let dir = tempfile::tempdir()?;
-    credentials(&dir.path().join("creds"))?;
-    let root = dir.path().join("root");
-    std::fs::create_dir_all(&root)?;
-    // BENCH_HW_AUDIT_DIR: where the audit log goes (every request is an fdatasync).
-    let audit_dir = std::env::var_os("BENCH_HW_AUDIT_DIR")
-        .map_or_else(|| dir.path().to_owned(), std::path::PathBuf::from);
-    let audit_log = audit_dir.join(format!("bench-hw-audit-{}.log", std::process::id()));
-
-    // A fixture devfs/sysfs whose ttyACM0 is the device side of a pty pair.
-    let (master, _keep, path) = pty()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    echo(master, stop.clone())?;
-    let sys = dir.path().join("sys");
-    let dev = dir.path().join("dev");
-    let usb = sys.join("devices/usb1/1-1");
-    std::fs::create_dir_all(usb.join("1-1:1.0"))?;
-    std::fs::write(usb.join("idVendor"), "2341")?;
-    std::fs::write(usb.join("idProduct"), "0043")?;
-    std::fs::create_dir_all(sys.join("class/tty/ttyACM0"))?;
-    symlink(usb.join("1-1:1.0"), sys.join("class/tty/ttyACM0/device"))?;
-    std::fs::create_dir_all(&dev)?;
-    symlink(&path, dev.join("ttyACM0"))?;
-    let port = dev.join("ttyACM0").to_string_lossy().into_owned();
-
-    let lines: Vec<String> = (0..chunks)
-        .map(|i| delta_line(&format!("w{i} ")))
-        .chain([done_line("stop", 1, chunks as u64)])
-        .collect();
-    let ollama = FakeOllama::start(
-        Tags::Models(vec!["bench".into()]),
-        Chat::Lines {
-            lines,
-            delay: Duration::ZERO,
-        },
-    )
-    .await?;
-
-    let peer = Peer::start(PeerConfig {
-        proposed_hardware: true,
-        ack: AckConfig {
-            grant: Some(vec![
-                Capability::Files,
-                Capability::HardwareSerial,
-                Capability::LocalLlm,
-            ]),
-            ..AckConfig::default()
-        },
-        ..PeerConfig::default()
-    })
-    .await?;
-    let mut cmd = tokio::process::Command::new(&bin);
-    cmd.args([
-        "--allowed-root",
-        root.to_str().ok_or("root")?,
-        "start",
-        "--session-id",
-        SESSION,
-    ])
-    .env_clear()
-    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-    .env("HOME", dir.path().join("home"))
-    .env("XDG_CONFIG_HOME", dir.path().join("config"))
-    .env("XDG_STATE_HOME", dir.path().join("state"))
-    .env("AUTOGPT_SHIM_PLATFORM_URL", PLATFORM_URL)
-    .env("AUTOGPT_SHIM_PLATFORM_WS_URL", peer.ws_base())
-    .env("AUTOGPT_SHIM_AUDIT_LOG_PATH", &audit_log)
-    .env("AUTOGPT_SHIM_MACHINE_ID", "bench-machine-0002")
-    .env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
-    .env("AUTOGPT_SHIM_FALLBACK_DIR", dir.path().join("creds"))
-    .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", PASSPHRASE)
-    .env("AUTOGPT_SHIM_ENABLE_HARDWARE", "true")
-    .env("AUTOGPT_SHIM_HARDWARE_PROTOCOL", "proposed")
-    .env(
-        "AUTOGPT_SHIM_HARDWARE_SERIAL_ALLOW",
-        format!("[\"{port}\"]"),
-    )
-    .env("AUTOGPT_SHIM_HARDWARE_SYSFS_ROOT", &sys)
-    .env("AUTOGPT_SHIM_HARDWARE_DEVFS_ROOT", &dev)
-    .env("AUTOGPT_SHIM_ENABLE_LOCAL_LLM", "true")
-    .env("AUTOGPT_SHIM_OLLAMA_URL", ollama.url())
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .kill_on_drop(true);
-    let mut child = cmd.spawn()?;
-    let conn = peer
-        .next_connection(T)
-        .await
-        .ok_or("the daemon did not connect")?;
-
-    // Serial.
-    let direct = direct_serial(total)?;
-    let through = daemon_serial(&conn, &port, total).await?;
-    let ratio = through / direct;
-    let log = std::fs::read_to_string(&audit_log).unwrap_or_default();
-    let reads = log.matches("\"SERIAL_READ\"").count();
-    let writes = log.matches("\"SERIAL_WRITE\"").count();
-    println!(
-        "serial requests: {writes} SERIAL_WRITE, {reads} SERIAL_READ ({:.1} reads per 64 KiB), each audited with fdatasync",
-        reads as f64 / writes.max(1) as f64
-    );
-    println!(
-        "serial 64 KiB write+read-back, {} MiB: direct pty {direct:.2} MB/s, through the daemon {through:.2} MB/s ({:.0} %) target >= 50 % {}",
-        total / (1024 * 1024),
-        ratio * 100.0,
-        verdict(ratio >= 0.5)
-    );
-    stop.store(true, Ordering::SeqCst);
-
-    // Local model: per-chunk overhead of the route.
-    let mut direct_s = f64::MAX;
-    let mut routed_s = f64::MAX;
-    for _ in 0..3 {
-        direct_s = direct_s.min(direct_stream(&ollama.url()).await?);
+    /// The Ollama stream read directly: seconds to the last line.
+    async fn direct_stream(url: &str) -> Res<f64> {
+        let client = reqwest::Client::new();
         let started = Instant::now();
-        let r = conn.request(completion(), T).await?;
-        if r.chunks.len() != chunks + 1 {
-            return Err(format!("{} chunks, expected {}", r.chunks.len(), chunks + 1).into());
+        let mut resp = client
+            .post(format!("{url}/api/chat"))
+            .body("{}")
+            .send()
+            .await?;
+        let mut lines = 0usize;
+        while let Some(c) = resp.chunk().await? {
+            lines += c.iter().filter(|b| **b == b'\n').count();
         }
-        routed_s = routed_s.min(started.elapsed().as_secs_f64());
+        if lines == 0 {
+            return Err("empty stream".into());
+        }
+        Ok(started.elapsed().as_secs_f64())
     }
-    let per_chunk_ms = (routed_s - direct_s).max(0.0) / chunks as f64 * 1000.0;
-    println!(
-        "local model, {chunks} chunks: backend stream read directly {:.1} ms, through the daemon to the peer {:.1} ms; added per chunk {per_chunk_ms:.4} ms target < 1 ms {}",
-        direct_s * 1000.0,
-        routed_s * 1000.0,
-        verdict(per_chunk_ms < 1.0)
-    );
-    let _ = child.start_kill();
-    let _ = child.wait().await;
-    let _ = std::fs::remove_file(&audit_log);
-    if ratio < 0.5 || per_chunk_ms >= 1.0 {
-        std::process::exit(1);
+
+    fn completion() -> Message {
+        Message::LocalLlmCompletion(LocalLlmCompletion {
+            model: "bench".into(),
+            messages: vec![ChatMessage {
+                role: ChatRole::User,
+                content: "hi".into(),
+            }],
+            max_tokens: 1024,
+            temperature: 0.0,
+            top_p: 1.0,
+            stream: true,
+        })
     }
-    Ok(())
+
+    fn credentials(dir: &Path) -> Res<()> {
+        std::fs::create_dir_all(dir)?;
+        let store =
+            EncryptedFileStore::with_params(dir, Secret::new(PASSPHRASE), KdfParams::MIN_ACCEPTED)?;
+        let key = shim_audit::AuditKey::generate()?;
+        store.set(
+            shim_auth::account::AUDIT_KEY,
+            &Secret::new(key.to_hex().as_str()),
+        )?;
+        let dep = format!("autogpt-local-executor@{PLATFORM_URL}");
+        store.set(
+            &shim_auth::account::access_token(&dep),
+            &Secret::new("bench-access-token"),
+        )?;
+        Ok(())
+    }
+
+    fn verdict(ok: bool) -> &'static str {
+        if ok { "PASS" } else { "FAIL" }
+    }
+
+    #[tokio::main]
+    pub(super) async fn main() -> Res<()> {
+        let bin = std::env::args()
+            .nth(1)
+            .ok_or("usage: bench_hw PATH-TO-autogpt-shim")?;
+        let total = env_num("BENCH_HW_SERIAL_MIB", 8) as usize * 1024 * 1024;
+        let chunks = env_num("BENCH_HW_CHUNKS", 5000) as usize;
+        let dir = tempfile::tempdir()?;
+        credentials(&dir.path().join("creds"))?;
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root)?;
+        // BENCH_HW_AUDIT_DIR: where the audit log goes (every request is an fdatasync).
+        let audit_dir = std::env::var_os("BENCH_HW_AUDIT_DIR")
+            .map_or_else(|| dir.path().to_owned(), std::path::PathBuf::from);
+        let audit_log = audit_dir.join(format!("bench-hw-audit-{}.log", std::process::id()));
+
+        // A fixture devfs/sysfs whose ttyACM0 is the device side of a pty pair.
+        let (master, _keep, path) = pty()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        echo(master, stop.clone())?;
+        let sys = dir.path().join("sys");
+        let dev = dir.path().join("dev");
+        let usb = sys.join("devices/usb1/1-1");
+        std::fs::create_dir_all(usb.join("1-1:1.0"))?;
+        std::fs::write(usb.join("idVendor"), "2341")?;
+        std::fs::write(usb.join("idProduct"), "0043")?;
+        std::fs::create_dir_all(sys.join("class/tty/ttyACM0"))?;
+        symlink(usb.join("1-1:1.0"), sys.join("class/tty/ttyACM0/device"))?;
+        std::fs::create_dir_all(&dev)?;
+        symlink(&path, dev.join("ttyACM0"))?;
+        let port = dev.join("ttyACM0").to_string_lossy().into_owned();
+
+        let lines: Vec<String> = (0..chunks)
+            .map(|i| delta_line(&format!("w{i} ")))
+            .chain([done_line("stop", 1, chunks as u64)])
+            .collect();
+        let ollama = FakeOllama::start(
+            Tags::Models(vec!["bench".into()]),
+            Chat::Lines {
+                lines,
+                delay: Duration::ZERO,
+            },
+        )
+        .await?;
+
+        let peer = Peer::start(PeerConfig {
+            proposed_hardware: true,
+            ack: AckConfig {
+                grant: Some(vec![
+                    Capability::Files,
+                    Capability::HardwareSerial,
+                    Capability::LocalLlm,
+                ]),
+                ..AckConfig::default()
+            },
+            ..PeerConfig::default()
+        })
+        .await?;
+        let mut cmd = tokio::process::Command::new(&bin);
+        cmd.args([
+            "--allowed-root",
+            root.to_str().ok_or("root")?,
+            "start",
+            "--session-id",
+            SESSION,
+        ])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.path().join("home"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .env("AUTOGPT_SHIM_PLATFORM_URL", PLATFORM_URL)
+        .env("AUTOGPT_SHIM_PLATFORM_WS_URL", peer.ws_base())
+        .env("AUTOGPT_SHIM_AUDIT_LOG_PATH", &audit_log)
+        .env("AUTOGPT_SHIM_MACHINE_ID", "bench-machine-0002")
+        .env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
+        .env("AUTOGPT_SHIM_FALLBACK_DIR", dir.path().join("creds"))
+        .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", PASSPHRASE)
+        .env("AUTOGPT_SHIM_ENABLE_HARDWARE", "true")
+        .env("AUTOGPT_SHIM_HARDWARE_PROTOCOL", "proposed")
+        .env(
+            "AUTOGPT_SHIM_HARDWARE_SERIAL_ALLOW",
+            format!("[\"{port}\"]"),
+        )
+        .env("AUTOGPT_SHIM_HARDWARE_SYSFS_ROOT", &sys)
+        .env("AUTOGPT_SHIM_HARDWARE_DEVFS_ROOT", &dev)
+        .env("AUTOGPT_SHIM_ENABLE_LOCAL_LLM", "true")
+        .env("AUTOGPT_SHIM_OLLAMA_URL", ollama.url())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+        let mut child = cmd.spawn()?;
+        let conn = peer
+            .next_connection(T)
+            .await
+            .ok_or("the daemon did not connect")?;
+
+        // Serial.
+        let direct = direct_serial(total)?;
+        let through = daemon_serial(&conn, &port, total).await?;
+        let ratio = through / direct;
+        let log = std::fs::read_to_string(&audit_log).unwrap_or_default();
+        let reads = log.matches("\"SERIAL_READ\"").count();
+        let writes = log.matches("\"SERIAL_WRITE\"").count();
+        println!(
+            "serial requests: {writes} SERIAL_WRITE, {reads} SERIAL_READ ({:.1} reads per 64 KiB), each audited with fdatasync",
+            reads as f64 / writes.max(1) as f64
+        );
+        println!(
+            "serial 64 KiB write+read-back, {} MiB: direct pty {direct:.2} MB/s, through the daemon {through:.2} MB/s ({:.0} %) target >= 50 % {}",
+            total / (1024 * 1024),
+            ratio * 100.0,
+            verdict(ratio >= 0.5)
+        );
+        stop.store(true, Ordering::SeqCst);
+
+        // Local model: per-chunk overhead of the route.
+        let mut direct_s = f64::MAX;
+        let mut routed_s = f64::MAX;
+        for _ in 0..3 {
+            direct_s = direct_s.min(direct_stream(&ollama.url()).await?);
+            let started = Instant::now();
+            let r = conn.request(completion(), T).await?;
+            if r.chunks.len() != chunks + 1 {
+                return Err(format!("{} chunks, expected {}", r.chunks.len(), chunks + 1).into());
+            }
+            routed_s = routed_s.min(started.elapsed().as_secs_f64());
+        }
+        let per_chunk_ms = (routed_s - direct_s).max(0.0) / chunks as f64 * 1000.0;
+        println!(
+            "local model, {chunks} chunks: backend stream read directly {:.1} ms, through the daemon to the peer {:.1} ms; added per chunk {per_chunk_ms:.4} ms target < 1 ms {}",
+            direct_s * 1000.0,
+            routed_s * 1000.0,
+            verdict(per_chunk_ms < 1.0)
+        );
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        let _ = std::fs::remove_file(&audit_log);
+        if ratio < 0.5 || per_chunk_ms >= 1.0 {
+            std::process::exit(1);
+        }
+        Ok(())
+    }
 }

@@ -413,6 +413,8 @@ impl PreparedCommand {
         } = self;
         // `confine` (and its private temporary directory) lives until the output is
         // collected; dropping it at the end removes the directory.
+        // (An `Arc` on Linux; an uninhabited `Copy` type elsewhere.)
+        #[cfg_attr(not(target_os = "linux"), allow(clippy::clone_on_copy))]
         let mut handle = spawn_pipe_confined(spawn, false, confine.clone())?;
         let deadline = tokio::time::Instant::now() + timeout.duration();
         let mut collector = Collector::new(budget);

@@ -383,6 +383,22 @@ impl ProcessHandle {
     }
 }
 
+/// The confinement a command runs under: none on Windows yet (the executor refuses an
+/// active sandbox before it spawns), so no value of this type exists.
+pub(crate) type Confine = std::convert::Infallible;
+
+/// [`spawn_pipe`]; `confine` is always `None` here (see [`Confine`]).
+pub(crate) fn spawn_pipe_confined(
+    spec: SpawnSpec,
+    stdin: bool,
+    confine: Option<Confine>,
+) -> Result<ProcessHandle, ExecError> {
+    if let Some(never) = confine {
+        match never {}
+    }
+    spawn_pipe(spec, stdin)
+}
+
 /// Starts `spec` with stdin on the null device (12.6; `stdin` must be false on Windows),
 /// stdout and stderr piped, in a new process group and its own Job Object. Must be called
 /// inside a tokio runtime.

@@ -54,6 +54,7 @@ fn executor(max_file_size_bytes: u64) -> Executor {
             base_env: base_env(),
             shell_search_path: std::env::var_os("PATH"),
             os: HostOs::Windows,
+            sandbox: shim_exec::sandbox::SandboxPolicy::off(),
         },
         CommandLimiter::new(CommandLimits {
             max_commands_per_minute: 10_000,

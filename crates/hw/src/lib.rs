@@ -325,6 +325,6 @@ impl Allowlist {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 #[path = "lib_tests.rs"]
 mod tests;

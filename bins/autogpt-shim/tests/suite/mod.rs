@@ -1,6 +1,7 @@
 //! Shared harness and the test modules.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+#[cfg(unix)]
 mod clean_stop;
 mod cli;
 mod control;
@@ -8,6 +9,7 @@ mod control_cancel;
 #[cfg(target_os = "linux")]
 mod cu;
 mod doctor;
+#[cfg(unix)]
 mod durability;
 mod edge;
 pub(crate) mod harness;

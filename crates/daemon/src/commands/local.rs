@@ -28,7 +28,10 @@ fn send(
     #[cfg(unix)]
     let answer = crate::ipc::request(socket, r);
     #[cfg(not(unix))]
-    let answer: Result<Response, ClientError> = Err(ClientError::NotRunning(socket.to_path_buf()));
+    let answer: Result<Response, ClientError> = {
+        let _ = r;
+        Err(ClientError::NotRunning(socket.to_path_buf()))
+    };
     match answer {
         Ok(Response::Error { kind, message }) => {
             let _ = writeln!(err, "error: {message} ({kind:?})");
