@@ -325,6 +325,6 @@ impl Allowlist {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 #[path = "lib_tests.rs"]
 mod tests;

@@ -1,3 +1,6 @@
+// The fixture trees use symlinks, as sysfs does.
+#![cfg(unix)]
+
 use std::os::unix::fs::symlink;
 
 use super::*;
