@@ -201,8 +201,9 @@ async fn a_hundred_invalid_restores_leave_no_session_mutexes_behind() {
     env.verify_audit();
 }
 
-/// Sets the daemon's soft limit of open files; returns the previous limits.
-#[cfg(unix)]
+/// Sets the daemon's soft limit of open files; returns the previous limits (prlimit is
+/// Linux-only).
+#[cfg(target_os = "linux")]
 fn limit_open_files(child: &Child, current: u64) -> rustix::process::Rlimit {
     use rustix::process::Resource;
     let pid = rustix::process::Pid::from_raw(child.id().unwrap() as i32).unwrap();
@@ -219,7 +220,7 @@ fn limit_open_files(child: &Child, current: u64) -> rustix::process::Rlimit {
     .unwrap()
 }
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_newer_grant_whose_child_cannot_start_keeps_the_old_child_and_binding() {
     // 13.17, second half, with a real fault: the daemon may not open any new file

@@ -436,12 +436,12 @@ pub(crate) async fn raw_request(
 }
 
 /// A small tmpfs mounted for one test, unmounted on drop.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 pub(crate) struct Tmpfs {
     pub(crate) path: PathBuf,
 }
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount")
@@ -454,7 +454,7 @@ impl Drop for Tmpfs {
 /// Mounts a tmpfs of `size` (e.g. `"32k"`) at `dir/name`. `None` (the caller skips, saying
 /// so) when mounting is not permitted here, unless `SHIM_REQUIRE_TMPFS=1` (CI runs as root),
 /// where it panics.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 pub(crate) fn small_tmpfs(dir: &Path, name: &str, size: &str) -> Option<Tmpfs> {
     let path = dir.join(name);
     std::fs::create_dir_all(&path).unwrap();

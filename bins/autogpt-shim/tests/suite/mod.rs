@@ -1,7 +1,7 @@
 //! Shared harness and the test modules.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 mod clean_stop;
 mod cli;
 mod control;
@@ -9,7 +9,7 @@ mod control_cancel;
 #[cfg(target_os = "linux")]
 mod cu;
 mod doctor;
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 mod durability;
 mod edge;
 pub(crate) mod harness;
