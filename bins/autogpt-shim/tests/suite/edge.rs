@@ -17,13 +17,13 @@ use shim_protocol::values::SessionId;
 use tokio::io::AsyncBufReadExt;
 use tokio::process::Child;
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 use crate::suite::control;
 use crate::suite::harness::Env;
 use crate::suite::harness::T;
 use crate::suite::harness::error_code;
 use crate::suite::harness::stop_cleanly;
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 use crate::suite::harness::with_op;
 
 const SID: &str = "9a4c2f7e-5d3b-4e1a-8c6f-2b7d9e0a1c34";

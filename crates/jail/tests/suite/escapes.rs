@@ -220,6 +220,8 @@ fn escape_hard_link_write_does_not_modify_the_other_name() {
     assert_eq!(std::fs::read_to_string(&outside_file).unwrap(), "secret");
 }
 
+// mknodat is Linux-only in rustix.
+#[cfg(target_os = "linux")]
 #[test]
 fn escape_8_fifo_read_does_not_block() {
     let fx = Fx::new();

@@ -2,6 +2,7 @@ mod common;
 mod delete;
 mod escapes;
 mod list;
+#[cfg(target_os = "linux")]
 mod mounts;
 mod mv;
 mod prop;
