@@ -3,7 +3,7 @@
 //! [`Confinement::prepare`] turns a [`SandboxPolicy`] into kernel objects while errors can
 //! still be reported: the private temporary directory, a Landlock ruleset (an open
 //! descriptor holding every rule of [`crate::sandbox::fs_rules`]), the seccomp program and
-//! the user-namespace maps. [`install`] adds a `pre_exec` hook that only *applies* them,
+//! the user-namespace maps. `install` adds a `pre_exec` hook that only *applies* them,
 //! after the session / parent-death / `fchdir` setup of `supervise.rs`:
 //!
 //! 1. network `deny` with namespaces: `unshare(CLONE_NEWUSER | CLONE_NEWNET)`, write
