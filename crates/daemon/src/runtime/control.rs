@@ -227,6 +227,21 @@ fn display_name(p: &Path) -> String {
 }
 
 /// The virtual roots of 9.2 (linux / wsl2).
+/// Removes the least recently used entries of `map` until it has room for one more
+/// (fewer than `max`).
+fn evict_least_recent<V, T: Ord>(map: &mut HashMap<String, V>, max: usize, used: impl Fn(&V) -> T) {
+    while map.len() >= max {
+        let Some(oldest) = map
+            .iter()
+            .min_by_key(|(_, v)| used(v))
+            .map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        map.remove(&oldest);
+    }
+}
+
 pub(crate) fn virtual_roots(home: Option<&Path>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let push = |p: PathBuf, out: &mut Vec<PathBuf>| {
@@ -455,19 +470,7 @@ impl Control {
         st.evict_expired(t);
         let (Some(bid), Some(dref)) = (&p.browse_id, &p.directory_ref) else {
             // Start a browse.
-            while st.browses.len() >= MAX_BROWSES {
-                let oldest = st
-                    .browses
-                    .iter()
-                    .min_by_key(|(_, b)| b.used)
-                    .map(|(k, _)| k.clone());
-                match oldest {
-                    Some(k) => {
-                        st.browses.remove(&k);
-                    }
-                    None => break,
-                }
-            }
+            evict_least_recent(&mut st.browses, MAX_BROWSES, |b| b.used);
             let used = st.tick();
             let home = self.machine.settings.home.clone();
             let roots = virtual_roots(home.as_deref());
@@ -566,19 +569,7 @@ impl Control {
             let key = match existing {
                 Some(k) => k,
                 None => {
-                    while browse.cursors.len() >= MAX_CURSORS {
-                        let oldest = browse
-                            .cursors
-                            .iter()
-                            .min_by_key(|(_, c)| c.used)
-                            .map(|(k, _)| k.clone());
-                        match oldest {
-                            Some(k) => {
-                                browse.cursors.remove(&k);
-                            }
-                            None => break,
-                        }
-                    }
+                    evict_least_recent(&mut browse.cursors, MAX_CURSORS, |c| c.used);
                     let k = token();
                     browse.cursors.insert(
                         k.clone(),
