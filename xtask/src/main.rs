@@ -278,8 +278,8 @@ fn setup() -> Result<()> {
     ensure_packages(&all)?;
     ensure_cargo_tool("deny", "cargo-deny")?;
     ensure_cargo_tool("fuzz", "cargo-fuzz")?;
-    // cargo-semver-checks is installed by `cargo xtask library api` when it runs, not here:
-    // building it costs CI about 6 minutes of a budget the cross targets and Wine need.
+    // The API baseline check of the library crates (`library api`, a CI step).
+    ensure_cargo_tool("semver-checks", "cargo-semver-checks")?;
     oidc_provider()?;
     targets::install_cross_tools();
     Ok(())
@@ -368,6 +368,10 @@ fn ci(root: &Path) -> Result<()> {
     step("library docs", library_docs)?;
     step("library crates build alone", library_build_alone)?;
     step("library crates publish (dry run)", library_publish_dry_run)?;
+    step("library API against the baseline", library_api)?;
+    step("library API check catches a removed item", || {
+        library_api_self_test(root)
+    })?;
     step("windows under wine", || wine::wine_test(root))?;
     println!("xtask: all checks passed");
     Ok(())

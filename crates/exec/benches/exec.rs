@@ -41,14 +41,12 @@ fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let path: OsString = "/usr/local/bin:/usr/bin:/bin".into();
     let exec = Executor::new(
-        ExecConfig {
-            enable_shell: true,
-            command_timeout_seconds: 30,
-            max_file_size_bytes: 10_485_760,
-            base_env: BaseEnv::filter(HostOs::Posix, [("PATH".into(), path.clone())]),
-            shell_search_path: Some(path),
-            os: HostOs::Posix,
-            sandbox: shim_exec::sandbox::SandboxPolicy::off(),
+        {
+            let mut c = ExecConfig::from_process(true);
+            c.base_env = BaseEnv::filter(HostOs::Posix, [("PATH".into(), path.clone())]);
+            c.shell_search_path = Some(path);
+            c.os = HostOs::Posix;
+            c
         },
         CommandLimiter::new(CommandLimits {
             max_commands_per_minute: u32::MAX,

@@ -44,14 +44,12 @@ fn main() {
     let path: std::ffi::OsString = "/usr/local/bin:/usr/bin:/bin".into();
     let exec_for = |mode, network, net_mechanism| {
         Executor::new(
-            ExecConfig {
-                enable_shell: true,
-                command_timeout_seconds: 30,
-                max_file_size_bytes: 10_485_760,
-                base_env: BaseEnv::filter(HostOs::Posix, [("PATH".into(), path.clone())]),
-                shell_search_path: Some(path.clone()),
-                os: HostOs::Posix,
-                sandbox: SandboxPolicy {
+            {
+                let mut c = ExecConfig::from_process(true);
+                c.base_env = BaseEnv::filter(HostOs::Posix, [("PATH".into(), path.clone())]);
+                c.shell_search_path = Some(path.clone());
+                c.os = HostOs::Posix;
+                c.sandbox = SandboxPolicy {
                     mode,
                     network,
                     net_mechanism,
@@ -59,7 +57,8 @@ fn main() {
                     home: Some(home.clone()),
                     writable: Vec::new(),
                     readable: Vec::new(),
-                },
+                };
+                c
             },
             CommandLimiter::new(CommandLimits {
                 max_commands_per_minute: u32::MAX,

@@ -3,8 +3,10 @@
 
 use shim_protocol::ErrorCode;
 
-/// `details` of an `EXECUTE_COMMAND` record.
+/// `details` of an `EXECUTE_COMMAND` record. Non-exhaustive: new details may be added
+/// in a minor version.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExecAuditDetails {
     /// `command`, verbatim, or `None`.
     pub command: Option<String>,
@@ -107,6 +109,65 @@ impl AuditEvent {
             details,
             result,
             cancelled: false,
+        }
+    }
+}
+
+/// The record `shim-audit` writes for this event (feature `audit`): `EXECUTE_COMMAND` with
+/// its details in the key order of `AUDIT_AUTH_CLI.md` 1.7 (`cancelled: true` only when
+/// set), or `JAIL_VIOLATION` with `attempted_op: EXECUTE_COMMAND`. The caller adds the
+/// request id and session.
+///
+/// ```
+/// let ev = shim_exec::AuditEvent::JailViolation {
+///     code: shim_exec::ErrorCode::PathOutsideAllowedRoot,
+///     path: "../x".into(),
+/// };
+/// let record = shim_audit::AuditEvent::from(ev);
+/// assert_eq!(record.op, "JAIL_VIOLATION");
+/// assert_eq!(record.result.error_code.as_deref(), Some("PATH_OUTSIDE_ALLOWED_ROOT"));
+/// ```
+#[cfg(feature = "audit")]
+impl From<AuditEvent> for shim_audit::AuditEvent {
+    fn from(ev: AuditEvent) -> shim_audit::AuditEvent {
+        use shim_audit::Map;
+        match ev {
+            AuditEvent::ExecuteCommand {
+                details,
+                result,
+                cancelled,
+            } => {
+                let mut d = Map::new()
+                    .with("command", details.command)
+                    .with("argv", details.argv)
+                    .with("shell", details.shell)
+                    .with("cwd", details.cwd)
+                    .with("env_keys", details.env_keys)
+                    .with("timeout_seconds", details.timeout_seconds)
+                    .with("sandbox", details.sandbox)
+                    .with("network", details.network);
+                if cancelled {
+                    d.insert("cancelled", true);
+                }
+                shim_audit::AuditEvent::new("EXECUTE_COMMAND")
+                    .details(d)
+                    .result(shim_audit::AuditResult {
+                        ok: result.ok,
+                        exit_code: result.exit_code,
+                        duration_ms: result.duration_ms,
+                        error_code: result.error_code.map(|c| c.as_str().to_owned()),
+                    })
+            }
+            AuditEvent::JailViolation { code, path } => {
+                shim_audit::AuditEvent::new("JAIL_VIOLATION")
+                    .details(
+                        Map::new()
+                            .with("code", code.as_str())
+                            .with("path", path)
+                            .with("attempted_op", "EXECUTE_COMMAND"),
+                    )
+                    .result(shim_audit::AuditResult::failed(&code))
+            }
         }
     }
 }

@@ -34,7 +34,15 @@ use crate::spec::Timeout;
 use crate::spec::WireEnv;
 
 /// Daemon-side settings, resolved once (effective values, PROTOCOL.md 10.2).
+/// Non-exhaustive so settings can be added in a minor version: start from
+/// [`ExecConfig::from_process`] and assign the fields to change.
+///
+/// ```
+/// let mut config = shim_exec::ExecConfig::from_process(true);
+/// config.command_timeout_seconds = 10;
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ExecConfig {
     /// `enable_shell` (`--enable-shell`); false refuses every command (12.1 step 1).
     pub enable_shell: bool,

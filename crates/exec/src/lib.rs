@@ -76,7 +76,8 @@
 //!
 //! # Feature flags
 //!
-//! None.
+//! - `audit` (off by default): `impl From<AuditEvent> for shim_audit::AuditEvent`, the
+//!   record to append to a `shim-audit` log, exactly as the daemon writes it.
 //!
 //! # Platforms
 //!

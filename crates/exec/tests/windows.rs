@@ -47,14 +47,12 @@ fn base_env() -> BaseEnv {
 
 fn executor(max_file_size_bytes: u64) -> Executor {
     Executor::new(
-        ExecConfig {
-            enable_shell: true,
-            command_timeout_seconds: 30,
-            max_file_size_bytes,
-            base_env: base_env(),
-            shell_search_path: std::env::var_os("PATH"),
-            os: HostOs::Windows,
-            sandbox: shim_exec::sandbox::SandboxPolicy::off(),
+        {
+            let mut c = ExecConfig::from_process(true);
+            c.max_file_size_bytes = max_file_size_bytes;
+            c.base_env = base_env();
+            c.os = HostOs::Windows;
+            c
         },
         CommandLimiter::new(CommandLimits {
             max_commands_per_minute: 10_000,

@@ -221,42 +221,12 @@ impl Mini {
             resolve_cwd,
         ));
         if let Some(ev) = execution.audit {
-            self.log.append_blocking(exec_record(ev).request_id(id))?;
+            self.log.append_blocking(AuditEvent::from(ev).request_id(id))?;
         }
         Ok(match execution.result {
             Ok(r) => format!("ok exit={} {}", r.exit_code, json(&r.stdout)),
             Err(e) => format!("err {} {e}", e.code().as_str()),
         })
-    }
-}
-
-/// `shim-exec`'s audit data as a `shim-audit` record (the daemon does the same).
-fn exec_record(ev: shim_exec::AuditEvent) -> AuditEvent {
-    match ev {
-        shim_exec::AuditEvent::ExecuteCommand {
-            details, result, ..
-        } => AuditEvent::new("EXECUTE_COMMAND")
-            .details(
-                Map::new()
-                    .with("argv", details.argv)
-                    .with("cwd", details.cwd)
-                    .with("env_keys", details.env_keys)
-                    .with("timeout_seconds", details.timeout_seconds),
-            )
-            .result(AuditResult {
-                ok: result.ok,
-                exit_code: result.exit_code,
-                duration_ms: result.duration_ms,
-                error_code: result.error_code.map(|c| c.as_str().to_owned()),
-            }),
-        shim_exec::AuditEvent::JailViolation { code, path } => AuditEvent::new("JAIL_VIOLATION")
-            .details(
-                Map::new()
-                    .with("code", code.as_str())
-                    .with("path", path)
-                    .with("attempted_op", "EXECUTE_COMMAND"),
-            )
-            .result(AuditResult::failed(&code)),
     }
 }
 

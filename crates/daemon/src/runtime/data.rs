@@ -598,46 +598,9 @@ impl DataPlane {
         id: &str,
         ev: shim_exec::AuditEvent,
     ) -> Result<(), AuditFailed> {
-        let (op, details, result) = exec_record(ev);
-        self.audit.op(op, Some(id), details, result).await
-    }
-}
-
-/// Converts an executor audit event into (op, details, result) of AUDIT_AUTH_CLI.md 1.7.
-fn exec_record(ev: shim_exec::AuditEvent) -> (&'static str, Map, AuditResult) {
-    match ev {
-        shim_exec::AuditEvent::ExecuteCommand {
-            details,
-            result,
-            cancelled,
-        } => {
-            let mut d = Map::new()
-                .with("command", details.command)
-                .with("argv", details.argv)
-                .with("shell", details.shell)
-                .with("cwd", details.cwd)
-                .with("env_keys", details.env_keys)
-                .with("timeout_seconds", details.timeout_seconds)
-                .with("sandbox", details.sandbox)
-                .with("network", details.network);
-            if cancelled {
-                d.insert("cancelled", true);
-            }
-            let r = AuditResult {
-                ok: result.ok,
-                exit_code: result.exit_code,
-                duration_ms: result.duration_ms,
-                error_code: result.error_code.map(|c| c.as_str().to_owned()),
-            };
-            ("EXECUTE_COMMAND", d, r)
-        }
-        shim_exec::AuditEvent::JailViolation { code, path } => {
-            let d = Map::new()
-                .with("code", code.as_str())
-                .with("path", path)
-                .with("attempted_op", "EXECUTE_COMMAND");
-            ("JAIL_VIOLATION", d, AuditResult::failed(&code))
-        }
+        self.audit
+            .write(shim_audit::AuditEvent::from(ev).request_id(id))
+            .await
     }
 }
 
@@ -659,11 +622,11 @@ impl Drop for CancelGuard {
             return;
         };
         let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (op, d, r) = exec_record(shim_exec::AuditEvent::cancelled(details, ms));
+        let record = shim_audit::AuditEvent::from(shim_exec::AuditEvent::cancelled(details, ms))
+            .request_id(std::mem::take(&mut self.id));
         let audit = self.audit.clone();
-        let id = std::mem::take(&mut self.id);
         handle.spawn(async move {
-            let _ = audit.op(op, Some(&id), d, r).await;
+            let _ = audit.write(record).await;
         });
     }
 }

@@ -67,15 +67,13 @@ pub(crate) fn test_base_env() -> BaseEnv {
 }
 
 pub(crate) fn config() -> ExecConfig {
-    ExecConfig {
-        enable_shell: true,
-        command_timeout_seconds: 30,
-        max_file_size_bytes: 10_485_760,
-        base_env: test_base_env(),
-        shell_search_path: Some("/usr/local/bin:/usr/bin:/bin".into()),
-        os: HostOs::Posix,
-        sandbox: shim_exec::sandbox::SandboxPolicy::off(),
-    }
+    let mut c = ExecConfig::from_process(true);
+    c.command_timeout_seconds = 30;
+    c.max_file_size_bytes = 10_485_760;
+    c.base_env = test_base_env();
+    c.shell_search_path = Some("/usr/local/bin:/usr/bin:/bin".into());
+    c.os = HostOs::Posix;
+    c
 }
 
 /// An executor with a private, generous limiter (tests run in parallel).
