@@ -221,7 +221,8 @@ impl Mini {
             resolve_cwd,
         ));
         if let Some(ev) = execution.audit {
-            self.log.append_blocking(AuditEvent::from(ev).request_id(id))?;
+            self.log
+                .append_blocking(AuditEvent::from(ev).request_id(id))?;
         }
         Ok(match execution.result {
             Ok(r) => format!("ok exit={} {}", r.exit_code, json(&r.stdout)),
