@@ -496,12 +496,13 @@ fn library_docs() -> Result<()> {
     check(status, "cargo doc (library crates, -D warnings)")
 }
 
-/// `cargo build -p NAME` of each of [`LIBRARY_CRATES`] on its own, with its default features
-/// and with none: no crate may lean on a feature another workspace member turns on.
+/// `cargo build -p NAME` of each of [`LIBRARY_CRATES`] on its own, with its default features,
+/// with none and with all: no crate may lean on a feature another workspace member turns on.
 fn library_build_alone() -> Result<()> {
     for p in LIBRARY_CRATES {
         cargo(&["build", "-p", p])?;
         cargo(&["build", "-p", p, "--no-default-features"])?;
+        cargo(&["build", "-p", p, "--all-features"])?;
     }
     Ok(())
 }

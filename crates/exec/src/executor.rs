@@ -11,6 +11,7 @@ use std::time::Instant;
 use crate::audit::AuditEvent;
 use crate::audit::AuditResult;
 use crate::audit::ExecAuditDetails;
+use crate::confine::Confinement;
 use crate::env::BaseEnv;
 use crate::env::ChildEnv;
 use crate::error::CwdError;
@@ -19,7 +20,6 @@ use crate::limits::CommandLimiter;
 use crate::limits::CommandPermit;
 use crate::output;
 use crate::output::Collector;
-use crate::process::Confine;
 use crate::process::GRACE;
 use crate::process::SpawnSpec;
 use crate::process::WorkDir;
@@ -90,7 +90,7 @@ pub struct Rejection {
 #[derive(Debug)]
 pub struct PreparedCommand {
     spawn: SpawnSpec,
-    confine: Option<Confine>,
+    confine: Option<Arc<Confinement>>,
     timeout: Timeout,
     budget: usize,
     started: Instant,
@@ -270,20 +270,13 @@ impl Executor {
     }
 
     /// The confinement of one command, or `None` when nothing is confined.
-    fn confinement(&self) -> Result<Option<Confine>, ExecError> {
+    fn confinement(&self) -> Result<Option<Arc<Confinement>>, ExecError> {
         if !self.config.sandbox.is_active() {
             return Ok(None);
         }
-        #[cfg(target_os = "linux")]
-        {
-            crate::confine::Confinement::prepare(&self.config.sandbox)
-                .map(|c| Some(std::sync::Arc::new(c)))
-                .map_err(|e| ExecError::Sandbox(e.0))
-        }
-        #[cfg(not(target_os = "linux"))]
-        Err(ExecError::Sandbox(
-            "no command sandbox on this OS in this build".into(),
-        ))
+        crate::confine::Confinement::prepare(&self.config.sandbox)
+            .map(|c| Some(Arc::new(c)))
+            .map_err(|e| ExecError::Sandbox(e.0))
     }
 
     fn resolve_program(
@@ -421,8 +414,6 @@ impl PreparedCommand {
         } = self;
         // `confine` (and its private temporary directory) lives until the output is
         // collected; dropping it at the end removes the directory.
-        // (An `Arc` on Linux; an uninhabited `Copy` type elsewhere.)
-        #[cfg_attr(not(target_os = "linux"), allow(clippy::clone_on_copy))]
         let mut handle = spawn_pipe_confined(spawn, false, confine.clone())?;
         let deadline = tokio::time::Instant::now() + timeout.duration();
         let mut collector = Collector::new(budget);

@@ -96,6 +96,9 @@
 pub mod audit;
 #[cfg(target_os = "linux")]
 pub mod confine;
+#[cfg(not(target_os = "linux"))]
+#[path = "confine_none.rs"]
+pub mod confine;
 pub mod env;
 mod error;
 #[cfg(any(unix, windows))]

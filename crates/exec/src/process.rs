@@ -359,19 +359,12 @@ pub fn spawn_pipe(spec: SpawnSpec, stdin: bool) -> Result<ProcessHandle, ExecErr
     spawn_pipe_confined(spec, stdin, None)
 }
 
-/// The confinement a command runs under (Linux; nothing to apply elsewhere).
-#[cfg(target_os = "linux")]
-pub(crate) type Confine = std::sync::Arc<crate::confine::Confinement>;
-/// The confinement a command runs under (Linux; nothing to apply elsewhere).
-#[cfg(not(target_os = "linux"))]
-pub(crate) type Confine = std::convert::Infallible;
-
 /// [`spawn_pipe`], applying `confine` in the child after the session setup (see
 /// `confine.rs`); the spawn fails rather than run the command unconfined.
 pub(crate) fn spawn_pipe_confined(
     spec: SpawnSpec,
     stdin: bool,
-    confine: Option<Confine>,
+    confine: Option<std::sync::Arc<crate::confine::Confinement>>,
 ) -> Result<ProcessHandle, ExecError> {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
@@ -386,12 +379,9 @@ pub(crate) fn spawn_pipe_confined(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     supervise::install_child_setup(&mut cmd, spec.cwd.fd().as_raw_fd());
-    #[cfg(target_os = "linux")]
     if let Some(c) = confine {
         crate::confine::install(&mut cmd, c);
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = confine;
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(false);
     let mut child = cmd.spawn().map_err(ExecError::Spawn)?;

@@ -383,18 +383,15 @@ impl ProcessHandle {
     }
 }
 
-/// The confinement a command runs under: none on Windows yet (the executor refuses an
-/// active sandbox before it spawns), so no value of this type exists.
-pub(crate) type Confine = std::convert::Infallible;
-
-/// [`spawn_pipe`]; `confine` is always `None` here (see [`Confine`]).
+/// [`spawn_pipe`]; `confine` is always `None` here: Windows has no command sandbox yet (the
+/// executor refuses an active one before it spawns), so no `Confinement` exists.
 pub(crate) fn spawn_pipe_confined(
     spec: SpawnSpec,
     stdin: bool,
-    confine: Option<Confine>,
+    confine: Option<std::sync::Arc<crate::confine::Confinement>>,
 ) -> Result<ProcessHandle, ExecError> {
-    if let Some(never) = confine {
-        match never {}
+    if let Some(c) = confine {
+        crate::confine::unreachable(c);
     }
     spawn_pipe(spec, stdin)
 }
