@@ -1,6 +1,11 @@
 //! The OS credential store through `keyring` 4 (v1 API): Keychain generic passwords on macOS,
 //! Secret Service (default collection, attributes `service` and `username`, looked up by those
 //! two only) on Linux, Credential Manager generic credentials on Windows.
+//!
+//! On Windows the names are those of AUDIT_AUTH_CLI.md 3.8, not keyring's default
+//! (`<account>.<service>`): a credential is written with target name `<account>@<service>`
+//! and `UserName` = account, and a reader also accepts a credential whose target is exactly
+//! `<service>` with a matching `UserName` **[compat]** (what earlier releases wrote).
 
 use crate::Backend;
 use crate::CredentialError;
@@ -50,17 +55,87 @@ impl KeychainStore {
         }
     }
 
-    fn entry(&self, account: &str) -> Result<keyring::Entry, CredentialError> {
-        keyring::Entry::new(&self.service, account).map_err(|e| unavailable(&e))
+    /// The item `account` is written to and read from first.
+    #[cfg(not(windows))]
+    fn entry(&self, account: &str) -> Result<keyring_core::Entry, CredentialError> {
+        keyring::Entry::new(&self.service, account)
+            .map(|e| e.inner)
+            .map_err(|e| unavailable(&e))
+    }
+
+    /// The item `account` is written to and read from first: target `<account>@<service>`.
+    #[cfg(windows)]
+    fn entry(&self, account: &str) -> Result<keyring_core::Entry, CredentialError> {
+        keyring_core::Entry::new_in_store(windows::store()?, &self.service, account)
+            .map_err(|e| unavailable(&e))
+    }
+
+    /// The item an earlier release wrote for `account`, if it exists (Windows: target
+    /// `<service>` with `UserName` = account); elsewhere there is none.
+    #[cfg(not(windows))]
+    fn legacy_entry(&self, _account: &str) -> Result<Option<keyring_core::Entry>, CredentialError> {
+        Ok(None)
+    }
+
+    #[cfg(windows)]
+    fn legacy_entry(&self, account: &str) -> Result<Option<keyring_core::Entry>, CredentialError> {
+        windows::legacy_entry(&self.service, account)
     }
 
     /// Whether the OS store answers: a lookup of the audit-key item succeeds or reports "item
     /// not found" (3.8: only other errors make it unavailable).
     pub fn probe(&self) -> Result<(), CredentialError> {
+        #[cfg(not(windows))]
         if let Err(e) = keyring::Entry::store_status() {
             return Err(unavailable(e));
         }
         self.get(crate::account::AUDIT_KEY).map(|_| ())
+    }
+}
+
+/// The Credential Manager store, configured for the names of 3.8.
+#[cfg(windows)]
+mod windows {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use std::sync::LazyLock;
+
+    use keyring_core::CredentialStore;
+
+    use super::unavailable;
+    use crate::CredentialError;
+
+    /// keyring's Windows store with `@` between account and service (its default is `.`).
+    static STORE: LazyLock<Result<Arc<CredentialStore>, String>> = LazyLock::new(|| {
+        let config = HashMap::from([("divider", "@")]);
+        windows_native_keyring_store::Store::new_with_configuration(&config)
+            .map(|s| {
+                let s: Arc<CredentialStore> = s;
+                s
+            })
+            .map_err(|e| unavailable(&e).to_string())
+    });
+
+    pub(super) fn store() -> Result<&'static Arc<CredentialStore>, CredentialError> {
+        STORE
+            .as_ref()
+            .map_err(|e| CredentialError::Unavailable(e.clone()))
+    }
+
+    /// The credential with target exactly `service` when its `UserName` is `account`.
+    pub(super) fn legacy_entry(
+        service: &str,
+        account: &str,
+    ) -> Result<Option<keyring_core::Entry>, CredentialError> {
+        let target = HashMap::from([("target", service)]);
+        let entry =
+            keyring_core::Entry::new_in_store_with_modifiers(store()?, service, account, &target)
+                .map_err(|e| unavailable(&e))?;
+        match entry.get_attributes() {
+            Ok(a) if a.get("username").map(String::as_str) == Some(account) => Ok(Some(entry)),
+            Ok(_) | Err(keyring_core::Error::NoEntry) => Ok(None),
+            Err(e) => Err(unavailable(&e)),
+        }
     }
 }
 
@@ -71,6 +146,14 @@ impl CredentialStore for KeychainStore {
 
     fn get(&self, account: &str) -> Result<Option<Secret>, CredentialError> {
         match self.entry(account)?.get_password() {
+            Ok(v) => return Ok(Some(Secret::new(v))),
+            Err(keyring::Error::NoEntry) => {}
+            Err(e) => return Err(unavailable(&e)),
+        }
+        let Some(legacy) = self.legacy_entry(account)? else {
+            return Ok(None);
+        };
+        match legacy.get_password() {
             Ok(v) => Ok(Some(Secret::new(v))),
             Err(keyring::Error::NoEntry) => Ok(None),
             Err(e) => Err(unavailable(&e)),
@@ -84,10 +167,19 @@ impl CredentialStore for KeychainStore {
     }
 
     fn delete(&self, account: &str) -> Result<bool, CredentialError> {
-        match self.entry(account)?.delete_credential() {
-            Ok(()) => Ok(true),
-            Err(keyring::Error::NoEntry) => Ok(false),
-            Err(e) => Err(unavailable(&e)),
+        let mut deleted = false;
+        let legacy = self.legacy_entry(account)?;
+        for entry in std::iter::once(self.entry(account)?).chain(legacy) {
+            match entry.delete_credential() {
+                Ok(()) => deleted = true,
+                Err(keyring::Error::NoEntry) => {}
+                Err(e) => return Err(unavailable(&e)),
+            }
         }
+        Ok(deleted)
     }
 }
+
+#[cfg(all(test, windows))]
+#[path = "keychain_windows_tests.rs"]
+mod windows_tests;
