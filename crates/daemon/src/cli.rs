@@ -122,8 +122,13 @@ pub enum Command {
     },
     /// Run the daemon.
     Start(StartArgs),
-    /// Print the configuration summary.
-    Status,
+    /// What the running daemon is doing (connections, chats, operations, audit log), and the
+    /// configuration summary.
+    Status {
+        /// Print the live state as JSON (shape: docs/status.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// Revoke the stored tokens on the platform, then delete them locally.
     Revoke,
     /// Check the machine: configuration, credentials, audit log, platform, desktop, hardware.

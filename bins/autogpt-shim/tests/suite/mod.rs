@@ -23,5 +23,7 @@ mod policy;
 mod recording;
 pub(crate) mod sandbox;
 mod sandbox_corpus;
+#[cfg(unix)]
+mod status;
 #[cfg(windows)]
 mod windows;

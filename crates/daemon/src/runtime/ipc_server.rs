@@ -6,7 +6,6 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use tokio::io::AsyncReadExt;
 use tokio::io::AsyncWriteExt;
@@ -14,18 +13,15 @@ use tokio::net::UnixListener;
 use tokio::net::UnixStream;
 use tokio_util::sync::CancellationToken;
 
-use shim_audit::AuditResult;
-use shim_audit::Map;
-
 use crate::error::DaemonError;
 use crate::ipc;
 use crate::ipc::Decoded;
 use crate::ipc::IpcErrorKind;
 use crate::ipc::Request;
 use crate::ipc::Response;
-use crate::ipc::StatusReport;
 use crate::runtime::approvals::DecideError;
 use crate::runtime::machine::Machine;
+use crate::runtime::steer;
 
 /// A bound socket; the file is removed when the server stops.
 pub(crate) struct IpcServer {
@@ -176,37 +172,13 @@ async fn reply(s: &mut UnixStream, r: &Response) -> std::io::Result<()> {
     s.write_all(&body).await
 }
 
-/// Writes the record of a local action (pause, resume, kill); `false` if the audit log
-/// failed.
-async fn audited(machine: &Machine, action: &str, details: Map) -> bool {
-    machine
-        .audit
-        .op(
-            "LOCAL_CONTROL",
-            None,
-            details.with("action", action).with("decided_by", "cli"),
-            AuditResult::default(),
-        )
-        .await
-        .is_ok()
-}
-
 async fn handle(machine: &Machine, r: Request) -> Option<Response> {
     Some(match r {
-        Request::Status => Response::Status(StatusReport {
-            pid: std::process::id(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            paused: machine.paused.load(Ordering::SeqCst),
-            session_id: machine.settings.session_id.clone(),
-            policy_file: machine
-                .policy
-                .path
-                .as_ref()
-                .map(|p| p.display().to_string()),
-            pending_approvals: u32::try_from(machine.approvals.pending().len()).unwrap_or(u32::MAX),
-        }),
+        Request::Status => {
+            Response::Status(Box::new(crate::runtime::status::snapshot(machine).await))
+        }
         Request::ListApprovals => Response::Approvals(machine.approvals.pending()),
-        Request::Decide { id, approve } => match machine.approvals.decide(id, approve, "cli") {
+        Request::Decide { id, approve } => match steer::decide(machine, id, approve, "cli") {
             Ok(()) => Response::Done,
             Err(DecideError::Unknown) => error(
                 IpcErrorKind::UnknownApproval,
@@ -218,35 +190,13 @@ async fn handle(machine: &Machine, r: Request) -> Option<Response> {
             ),
         },
         Request::Pause => {
-            if !audited(machine, "pause", Map::new()).await {
-                return None;
-            }
-            machine.paused.store(true, Ordering::SeqCst);
-            tracing::warn!("paused by the local user: new operations are refused");
+            steer::pause(machine, true, "cli").await.ok()?;
             Response::Done
         }
         Request::Resume => {
-            if !audited(machine, "resume", Map::new()).await {
-                return None;
-            }
-            machine.paused.store(false, Ordering::SeqCst);
-            tracing::warn!("resumed by the local user");
+            steer::pause(machine, false, "cli").await.ok()?;
             Response::Done
         }
-        Request::Kill => {
-            let running = u32::try_from(machine.limiter.running()).unwrap_or(u32::MAX);
-            if !audited(
-                machine,
-                "kill",
-                Map::new().with("running", u64::from(running)),
-            )
-            .await
-            {
-                return None;
-            }
-            machine.kill.send_modify(|g| *g += 1);
-            tracing::warn!(running, "the local user ended every running command");
-            Response::Killed(running)
-        }
+        Request::Kill => Response::Killed(steer::kill_all(machine, "cli").await.ok()?),
     })
 }

@@ -305,6 +305,11 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         kill: tokio::sync::watch::Sender::new(0),
         llm: Arc::new(crate::runtime::llm::LlmMachine::new(&settings)),
         hw: Arc::new(crate::runtime::hw::HwMachine::new(&settings)),
+        status: crate::runtime::board::Board::new(crate::ipc::SandboxStatus {
+            mode: confinement.mode.as_str().to_owned(),
+            network: confinement.network.as_str().to_owned(),
+            description: confinement.describe(),
+        }),
     });
     let ipc_stop = CancellationToken::new();
     #[cfg(unix)]
