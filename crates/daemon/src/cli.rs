@@ -169,6 +169,13 @@ pub enum Command {
     Resume,
     /// End every running command and its whole process tree now.
     Kill,
+    /// Open the local web console of the running daemon (docs/console.md): prints a
+    /// one-time login URL and opens it in the browser.
+    Console {
+        /// Print the URL (the first line of standard output) and open no browser.
+        #[arg(long)]
+        no_open: bool,
+    },
     /// The command policy (`command_policy_file`).
     #[command(subcommand)]
     Policy(PolicyCommand),

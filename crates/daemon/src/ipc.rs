@@ -41,6 +41,8 @@ pub enum Request {
     Resume,
     /// End every running command and its whole process tree now.
     Kill,
+    /// A one-time login URL for the web console (started now if it is not running).
+    ConsoleUrl,
 }
 
 /// The daemon's answer.
@@ -61,6 +63,8 @@ pub enum Response {
         /// In words.
         message: String,
     },
+    /// For `ConsoleUrl`: `http://127.0.0.1:PORT/?token=...`, valid once.
+    ConsoleUrl(String),
 }
 
 /// Why a request failed.
@@ -74,6 +78,8 @@ pub enum IpcErrorKind {
     UnknownApproval,
     /// The command already got its answer (or timed out).
     AlreadyDecided,
+    /// The web console could not be started.
+    ConsoleUnavailable,
 }
 
 /// The live state `status` shows; `status --json` prints it as JSON. Its shape is

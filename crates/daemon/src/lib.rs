@@ -177,6 +177,9 @@ pub fn run(cli: Cli) -> u8 {
             commands::local::pause(&socket(), false, &mut std::io::stdout(), &mut stderr)
         }
         Command::Kill => commands::local::kill(&socket(), &mut std::io::stdout(), &mut stderr),
+        Command::Console { no_open } => {
+            commands::local::console(&socket(), !*no_open, &mut std::io::stdout(), &mut stderr)
+        }
         Command::Policy(cli::PolicyCommand::Check {
             json,
             policy,

@@ -4,6 +4,8 @@
 #[cfg(target_os = "linux")]
 mod clean_stop;
 mod cli;
+#[cfg(target_os = "linux")]
+mod console;
 mod control;
 mod control_cancel;
 #[cfg(target_os = "linux")]

@@ -1,5 +1,5 @@
 //! The commands that steer a running daemon through its local control socket
-//! ([`crate::ipc`]): `approve`, `deny`, `approvals`, `pause`, `resume`, `kill`, the
+//! ([`crate::ipc`]): `approve`, `deny`, `approvals`, `pause`, `resume`, `kill`, `console`, the
 //! live part of `status`; and `policy check`, which needs no daemon.
 
 use std::io::Write;
@@ -131,6 +131,33 @@ pub fn kill(socket: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match send(socket, &Request::Kill, out, err) {
         Ok(Response::Killed(n)) => {
             let _ = writeln!(out, "Ended {n} running command(s) and their processes.");
+            EXIT_OK
+        }
+        Ok(other) => {
+            let _ = writeln!(err, "error: unexpected answer {other:?}");
+            EXIT_FAIL
+        }
+        Err(code) => code,
+    }
+}
+
+/// `console [--no-open]`: asks the daemon for a one-time login URL, prints it as the first
+/// line of standard output, and (unless `--no-open`) opens it in the browser.
+pub fn console(socket: &Path, open: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match send(socket, &Request::ConsoleUrl, out, err) {
+        Ok(Response::ConsoleUrl(url)) => {
+            let _ = writeln!(out, "{url}");
+            let _ = writeln!(
+                out,
+                "This link logs in once and expires in two minutes; anyone who has it before you open it can use the console."
+            );
+            let _ = out.flush();
+            if open && let Err(e) = open::that_detached(&url) {
+                let _ = writeln!(
+                    err,
+                    "error: cannot open a browser: {e}\nhint: open the URL above yourself"
+                );
+            }
             EXIT_OK
         }
         Ok(other) => {

@@ -71,6 +71,8 @@ pub(crate) struct Board {
     audit: tokio::sync::Mutex<Option<AuditCache>>,
     /// Who asked for the last kill of every command (`cli`, `console`).
     kill_by: Mutex<String>,
+    /// The latest screenshot sent to the platform: its number, MIME type and base64 data.
+    screenshot: Mutex<Option<(u64, String, String)>>,
 }
 
 impl std::fmt::Debug for Board {
@@ -179,6 +181,7 @@ impl Board {
             sandbox,
             audit: tokio::sync::Mutex::new(None),
             kill_by: Mutex::new("cli".to_owned()),
+            screenshot: Mutex::new(None),
         })
     }
 
@@ -446,6 +449,33 @@ impl Board {
             problem: fresh.problem.clone(),
         });
         fresh
+    }
+
+    /// Keeps the latest screenshot (base64 `data` of type `mime`) for the console.
+    pub(crate) fn set_screenshot(&self, mime: &str, data: &str) {
+        if let Ok(mut s) = self.screenshot.lock() {
+            let n = s.as_ref().map_or(1, |(n, _, _)| n + 1);
+            *s = Some((n, mime.to_owned(), data.to_owned()));
+        }
+    }
+
+    /// The latest screenshot's number.
+    pub(crate) fn screenshot_version(&self) -> Option<u64> {
+        self.screenshot
+            .lock()
+            .ok()
+            .and_then(|s| s.as_ref().map(|(n, _, _)| *n))
+    }
+
+    /// The latest screenshot: its MIME type and bytes.
+    pub(crate) fn screenshot(&self) -> Option<(String, Vec<u8>)> {
+        use base64::Engine as _;
+        let s = self.screenshot.lock().ok()?;
+        let (_, mime, data) = s.as_ref()?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .ok()?;
+        Some((mime.clone(), bytes))
     }
 
     /// The most recent errors, oldest first.

@@ -942,6 +942,12 @@ async fn run_request(conn: Arc<Conn>, f: Frame) {
     );
     let result = handle(&conn, &f, op.cancelled()).await;
     drop(op);
+    if let Ok(Some(Message::ScreenshotResponse(p))) = &result {
+        conn.rt
+            .machine
+            .status
+            .set_screenshot(&p.mime_type, &p.image_base64);
+    }
     if let Ok(Some(Message::Error(e))) = &result {
         conn.rt
             .machine

@@ -20,6 +20,7 @@ use crate::ipc::IpcErrorKind;
 use crate::ipc::Request;
 use crate::ipc::Response;
 use crate::runtime::approvals::DecideError;
+use crate::runtime::console::ConsoleSlot;
 use crate::runtime::machine::Machine;
 use crate::runtime::steer;
 
@@ -84,7 +85,12 @@ impl IpcServer {
     }
 
     /// Serves until `stop`; then removes the socket file.
-    pub(crate) async fn serve(self, machine: Arc<Machine>, stop: CancellationToken) {
+    pub(crate) async fn serve(
+        self,
+        machine: Arc<Machine>,
+        console: Arc<ConsoleSlot>,
+        stop: CancellationToken,
+    ) {
         let uid = rustix::process::getuid().as_raw();
         loop {
             let accepted = tokio::select! {
@@ -103,10 +109,11 @@ impl IpcServer {
             }
             let m = machine.clone();
             let stop = stop.clone();
+            let console = console.clone();
             tokio::spawn(async move {
                 tokio::select! {
                     () = stop.cancelled() => {}
-                    () = client(stream, m) => {}
+                    () = client(stream, m, console) => {}
                 }
             });
         }
@@ -115,7 +122,7 @@ impl IpcServer {
 }
 
 /// One client: frames until it closes or sends something that is not a frame.
-async fn client(mut s: UnixStream, machine: Arc<Machine>) {
+async fn client(mut s: UnixStream, machine: Arc<Machine>, console: Arc<ConsoleSlot>) {
     loop {
         let mut len = [0u8; 4];
         if s.read_exact(&mut len).await.is_err() {
@@ -141,7 +148,7 @@ async fn client(mut s: UnixStream, machine: Arc<Machine>) {
             return;
         }
         let response = match ipc::decode::<Request>(&body) {
-            Decoded::Message(r) => match handle(&machine, r).await {
+            Decoded::Message(r) => match handle(&machine, &console, r).await {
                 Some(r) => r,
                 // The audit log failed: the daemon is stopping; answer nothing more.
                 None => return,
@@ -172,7 +179,7 @@ async fn reply(s: &mut UnixStream, r: &Response) -> std::io::Result<()> {
     s.write_all(&body).await
 }
 
-async fn handle(machine: &Machine, r: Request) -> Option<Response> {
+async fn handle(machine: &Machine, console: &ConsoleSlot, r: Request) -> Option<Response> {
     Some(match r {
         Request::Status => {
             Response::Status(Box::new(crate::runtime::status::snapshot(machine).await))
@@ -198,5 +205,13 @@ async fn handle(machine: &Machine, r: Request) -> Option<Response> {
             Response::Done
         }
         Request::Kill => Response::Killed(steer::kill_all(machine, "cli").await.ok()?),
+        Request::ConsoleUrl => match console.get_or_start().await.map(|c| c.login_url()) {
+            Ok(Some(url)) => Response::ConsoleUrl(url),
+            Ok(None) => error(
+                IpcErrorKind::ConsoleUnavailable,
+                "no randomness for a login token".to_owned(),
+            ),
+            Err(e) => error(IpcErrorKind::ConsoleUnavailable, e),
+        },
     })
 }

@@ -20,6 +20,7 @@
 //!   [`conn::ControlPlane`] trait.
 //! * [`control`]: the machine control plane (browsing, root grants, child runtimes).
 //! * [`steer`]: the local user's actions (pause, resume, kill, approve), audited.
+//! * [`console`]: the local web console (login, live state, buttons).
 //! * `ipc_server`: the local control socket (`approve`, `deny`, `pause`, ...).
 //! * [`start`]: the daemon's one way in, legacy direct mode or machine control mode.
 
@@ -29,6 +30,7 @@ pub(crate) mod auditor;
 pub(crate) mod blocking;
 pub(crate) mod board;
 pub(crate) mod conn;
+pub(crate) mod console;
 pub(crate) mod control;
 pub(crate) mod cu;
 pub(crate) mod data;

@@ -312,8 +312,23 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         }),
     });
     let ipc_stop = CancellationToken::new();
+    let console = crate::runtime::console::ConsoleSlot::new(machine.clone(), ipc_stop.clone());
+    if settings.console {
+        match console.get_or_start().await {
+            Ok(c) => {
+                let _ = writeln!(
+                    out,
+                    "Web console on {} (log in with `autogpt-shim console`).",
+                    c.origin()
+                );
+                let _ = out.flush();
+            }
+            Err(e) => tracing::error!("the web console could not start: {e}"),
+        }
+    }
     #[cfg(unix)]
-    let ipc_task = ipc.map(|s| tokio::spawn(s.serve(machine.clone(), ipc_stop.clone())));
+    let ipc_task =
+        ipc.map(|s| tokio::spawn(s.serve(machine.clone(), console.clone(), ipc_stop.clone())));
 
     let outcome = match (&settings.session_id, jail) {
         (Some(sid), Some(jail)) => {
@@ -365,6 +380,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     if let Some(t) = ipc_task {
         let _ = t.await;
     }
+    console.stopped().await;
     // Nothing of ours outlives the daemon: end and reap the exec sentinel (it kills any
     // command group still registered on the way out).
     #[cfg(unix)]

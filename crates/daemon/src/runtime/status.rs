@@ -10,7 +10,15 @@ use crate::runtime::machine::Machine;
 
 /// What `status` shows now (the audit chain verified up to its last record).
 pub(crate) async fn snapshot(machine: &Machine) -> ipc::StatusReport {
-    let max_age = std::time::Duration::ZERO;
+    snapshot_within(machine, std::time::Duration::ZERO).await
+}
+
+/// [`snapshot`], with the audit chain's verification reused if it is younger than
+/// `max_age` (the console asks often).
+pub(crate) async fn snapshot_within(
+    machine: &Machine,
+    max_age: std::time::Duration,
+) -> ipc::StatusReport {
     let board = &machine.status;
     let log = machine.audit.log();
     let audit = board

@@ -64,7 +64,6 @@ pub(crate) async fn kill_all(machine: &Machine, by: &str) -> Result<u32, AuditDo
 }
 
 /// Why [`kill_one`] did nothing.
-#[allow(dead_code)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KillOneError {
     /// The audit log failed.
@@ -74,8 +73,6 @@ pub(crate) enum KillOneError {
 }
 
 /// Ends operation `id` (a running command) and its tree.
-// The web console's kill button (the next commit) is its caller.
-#[allow(dead_code)]
 pub(crate) async fn kill_one(machine: &Machine, id: u64, by: &str) -> Result<(), KillOneError> {
     match machine.status.killable(id) {
         None => return Err(KillOneError::Op(KillOpError::Unknown)),
