@@ -612,3 +612,84 @@ async fn the_console_in_a_real_browser_approves_denies_kills_pauses_and_resumes(
     assert_eq!(killed[0]["details"]["decided_by"], "console");
     env.verify_audit();
 }
+
+/// Logs in with the one-time link; returns the address and the `Cookie:` header line.
+async fn login(url: &str) -> (String, String) {
+    let (addr, path) = split(url);
+    let a = raw(&addr, &get(&path, &addr, ""), b"").await;
+    assert_eq!(a.status, 303, "{a:?}");
+    let cookie = a
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    (addr, format!("\r\nCookie: {cookie}"))
+}
+
+#[tokio::test]
+async fn console_true_starts_it_with_the_daemon_and_it_shows_the_latest_screenshot() {
+    use tokio::io::AsyncBufReadExt;
+    let x = shim_cu::testing::Xvfb::start(640, 480);
+    x.spawn("xterm", &["-geometry", "60x20+0+0"]);
+    let env = Env::new(PeerConfig::default()).await;
+    let mut c = env.legacy_command(SID, &["--enable-computer-use"]);
+    c.env("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", &x.display)
+        .env("AUTOGPT_SHIM_CONSOLE", "true");
+    let mut child = c.spawn().unwrap();
+    // `console = true`: the daemon serves the console from start and says where (no token).
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let announced = tokio::time::timeout(T, async {
+        while let Some(l) = lines.next_line().await.unwrap() {
+            if let Some(rest) = l.strip_prefix("Web console on ") {
+                return rest.split(' ').next().unwrap().to_owned();
+            }
+        }
+        panic!("the daemon never announced its console");
+    })
+    .await
+    .unwrap();
+    assert!(announced.starts_with("http://127.0.0.1:"), "{announced}");
+    assert!(!announced.contains("token"), "{announced}");
+    let conn = env.next().await;
+    let url = console_url(&env).await;
+    assert!(
+        url.starts_with(&format!("{announced}/?token=")),
+        "{url} vs {announced}"
+    );
+    let (addr, cookie) = login(&url).await;
+
+    let state = |a: Answer| -> Value {
+        assert_eq!(a.status, 200, "{a:?}");
+        serde_json::from_str(&a.body).unwrap()
+    };
+    let v = state(raw(&addr, &get("/api/state", &addr, &cookie), b"").await);
+    assert_eq!(v["computer_use"], true);
+    assert_eq!(v["screenshot"], Value::Null);
+    let a = raw(&addr, &get("/api/screenshot", &addr, &cookie), b"").await;
+    assert_eq!(a.status, 404, "{a:?}");
+
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let frame =
+        json!({"type": "SCREENSHOT_REQUEST", "id": "x", "ts": 1.0, "payload": {"format": "png"}});
+    let m = shim_protocol::frame::decode_bytes(frame.to_string().as_bytes())
+        .unwrap()
+        .message;
+    let r = conn.request(m, T).await.unwrap();
+    assert!(
+        matches!(r.frame.message, Message::ScreenshotResponse(_)),
+        "{:?}",
+        r.frame.message.message_type()
+    );
+    let v = state(raw(&addr, &get("/api/state", &addr, &cookie), b"").await);
+    assert_eq!(v["screenshot"], 1);
+    let a = raw(&addr, &get("/api/screenshot", &addr, &cookie), b"").await;
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("content-type"), Some("image/png"));
+    assert!(a.body.contains("PNG"), "not a PNG");
+    // Without the cookie the screenshot is not shown.
+    let a = raw(&addr, &get("/api/screenshot", &addr, ""), b"").await;
+    assert_eq!(a.status, 401);
+    env.stop(child).await;
+}
