@@ -151,7 +151,7 @@ fn sample_status() -> shim_daemon::ipc::StatusReport {
             at_unix: 1764633600,
             session_id: Some("3f0c9a52-chat".into()),
             source: "FILE_READ".into(),
-            code: "FILE_NOT_FOUND".into(),
+            code: "PATH_NOT_FOUND".into(),
             message: "No such file: notes.txt".into(),
         }],
     }
