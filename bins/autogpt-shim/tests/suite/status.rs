@@ -191,6 +191,11 @@ async fn status_json_without_a_daemon_says_not_running_with_exit_3() {
     let (code, out, _) = cli(&env, &["status"]).await;
     assert_eq!(code, 3);
     assert!(out.starts_with("Daemon: not running"), "{out}");
+    // The console needs the daemon too.
+    let (code, out, err) = cli(&env, &["console", "--no-open"]).await;
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("no daemon is running"), "{err}");
 }
 
 #[tokio::test]
