@@ -449,13 +449,31 @@ impl Driver {
             .unwrap()
     }
 
-    async fn quit(mut self) {
-        let _ = self
-            .http
-            .delete(format!("{}/session/{}", self.base, self.session))
-            .send()
-            .await;
-        let _ = self.process.kill().await;
+    /// Ends the session and the browser (see the `Drop` impl).
+    fn quit(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Driver {
+    /// Ends the WebDriver session, so that chromedriver closes the browser, also when the
+    /// test panics (killing chromedriver alone would leave Chromium running); then
+    /// `kill_on_drop` ends chromedriver.
+    fn drop(&mut self) {
+        use std::io::Read as _;
+        use std::io::Write as _;
+        let addr = self.base.trim_start_matches("http://").to_owned();
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            let _ = write!(
+                s,
+                "DELETE /session/{} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n",
+                self.session
+            );
+            let mut answer = Vec::new();
+            let _ = s.read_to_end(&mut answer);
+        }
+        let _ = self.process.start_kill();
     }
 }
 
@@ -600,7 +618,7 @@ async fn the_console_in_a_real_browser_approves_denies_kills_pauses_and_resumes(
         started.elapsed().as_secs_f64(),
         out.display()
     );
-    driver.quit().await;
+    driver.quit();
     env.stop(child).await;
     let records = env.audit_records();
     let by_console: Vec<&str> = with_op(&records, "COMMAND_POLICY")
