@@ -67,6 +67,7 @@ const KEYS: &[&str] = &[
     "oauth_callback_timeout_seconds",
     "command_policy_file",
     "approval_timeout_seconds",
+    "console",
     "shell_sandbox",
     "shell_network",
     "shell_sandbox_writable",

@@ -38,6 +38,10 @@ const BUILD_PACKAGES: &[&str] = &[
 
 /// Debian packages the tests need (X server, window manager, keyring, pty pairs).
 const TEST_PACKAGES: &[&str] = &[
+    // The web console's browser test (bins/autogpt-shim/tests/suite/console.rs): headless
+    // Chromium driven over WebDriver.
+    "chromium",
+    "chromium-driver",
     "xvfb",
     "openbox",
     "xterm",
@@ -328,6 +332,7 @@ fn ci(root: &Path) -> Result<()> {
             .env("SHIM_REQUIRE_OIDC", "1")
             .env("SHIM_EXEC_REQUIRE_ZSH", "1")
             .env("SHIM_REQUIRE_TMPFS", "1")
+            .env("SHIM_REQUIRE_BROWSER", "1")
             .status()
             .context("cannot run cargo test")?;
         check(status, "cargo test --workspace")

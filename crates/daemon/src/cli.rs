@@ -122,8 +122,13 @@ pub enum Command {
     },
     /// Run the daemon.
     Start(StartArgs),
-    /// Print the configuration summary.
-    Status,
+    /// What the running daemon is doing (connections, chats, operations, audit log), and the
+    /// configuration summary.
+    Status {
+        /// Print the live state as JSON (shape: docs/status.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// Revoke the stored tokens on the platform, then delete them locally.
     Revoke,
     /// Check the machine: configuration, credentials, audit log, platform, desktop, hardware.
@@ -164,6 +169,13 @@ pub enum Command {
     Resume,
     /// End every running command and its whole process tree now.
     Kill,
+    /// Open the local web console of the running daemon (docs/console.md): prints a
+    /// one-time login URL and opens it in the browser.
+    Console {
+        /// Print the URL (the first line of standard output) and open no browser.
+        #[arg(long)]
+        no_open: bool,
+    },
     /// The command policy (`command_policy_file`).
     #[command(subcommand)]
     Policy(PolicyCommand),

@@ -71,6 +71,8 @@ const KEYS: &[(&str, Kind)] = &[
     // for the local user's answer.
     ("command_policy_file", Kind::Path),
     ("approval_timeout_seconds", Kind::Float),
+    // [addition] Serve the local web console from start (docs/console.md).
+    ("console", Kind::Bool),
     // Tuning [addition].
     ("status_interval_seconds", Kind::Float),
     ("idle_timeout_seconds", Kind::Float),
@@ -300,6 +302,9 @@ pub struct Settings {
     /// `approval_timeout_seconds` [addition]: how long a `prompt` command waits for the
     /// local user before it is denied (25 s: the platform gives up on a request after 30 s).
     pub approval_timeout: Duration,
+    /// `console` [addition]: serve the local web console on 127.0.0.1 from start (otherwise
+    /// it starts on the first `autogpt-shim console`).
+    pub console: bool,
     /// The hardware keys (COMPUTER_USE_HW.md 9).
     pub hardware: HardwareSettings,
     /// Protocol intervals.
@@ -1012,6 +1017,7 @@ fn resolve(
             .unwrap_or_else(|| "http://localhost:11434".to_owned()),
         command_policy_file,
         approval_timeout,
+        console: raw.bool("console", false),
         tuning,
         hardware,
     })

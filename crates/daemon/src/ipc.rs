@@ -41,13 +41,15 @@ pub enum Request {
     Resume,
     /// End every running command and its whole process tree now.
     Kill,
+    /// A one-time login URL for the web console (started now if it is not running).
+    ConsoleUrl,
 }
 
 /// The daemon's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {
     /// For `Status`.
-    Status(StatusReport),
+    Status(Box<StatusReport>),
     /// For `ListApprovals`.
     Approvals(Vec<PendingApproval>),
     /// The request was carried out.
@@ -61,6 +63,8 @@ pub enum Response {
         /// In words.
         message: String,
     },
+    /// For `ConsoleUrl`: `http://127.0.0.1:PORT/?token=...`, valid once.
+    ConsoleUrl(String),
 }
 
 /// Why a request failed.
@@ -74,15 +78,25 @@ pub enum IpcErrorKind {
     UnknownApproval,
     /// The command already got its answer (or timed out).
     AlreadyDecided,
+    /// The web console could not be started.
+    ConsoleUnavailable,
 }
 
-/// The live state `status` shows.
+/// The live state `status` shows; `status --json` prints it as JSON. Its shape is
+/// documented in docs/status.md and kept stable: fields are only ever added (with
+/// [`STATUS_SCHEMA`] raised), never renamed or removed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusReport {
+    /// [`STATUS_SCHEMA`] of the daemon that made it.
+    pub schema: u32,
     /// The daemon's process id.
     pub pid: u32,
     /// Its version.
     pub version: String,
+    /// Seconds since the daemon started.
+    pub uptime_seconds: u64,
+    /// `machine_control` (folders chosen per chat) or `legacy` (one session, one folder).
+    pub mode: String,
     /// Whether new operations are refused.
     pub paused: bool,
     /// Legacy session id, or `None` in machine control mode.
@@ -91,6 +105,124 @@ pub struct StatusReport {
     pub policy_file: Option<String>,
     /// Commands waiting for an answer.
     pub pending_approvals: u32,
+    /// The confinement of shell commands (machine-wide).
+    pub sandbox: SandboxStatus,
+    /// The control connection (machine control mode) and each chat's connection.
+    pub connections: Vec<ConnectionStatus>,
+    /// Operations running now, oldest first.
+    pub operations: Vec<OperationStatus>,
+    /// The machine-wide command rate window.
+    pub command_rate: RateStatus,
+    /// The audit log.
+    pub audit: AuditStatus,
+    /// The most recent errors (newest last, at most [`LAST_ERRORS`]).
+    pub last_errors: Vec<ErrorStatus>,
+}
+
+/// The version of [`StatusReport`]'s shape.
+pub const STATUS_SCHEMA: u32 = 1;
+
+/// How many errors [`StatusReport::last_errors`] keeps.
+pub const LAST_ERRORS: usize = 20;
+
+/// `shell_sandbox` and `shell_network` in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxStatus {
+    /// `off`, `workspace-write` or `read-only`.
+    pub mode: String,
+    /// `allow` or `deny`.
+    pub network: String,
+    /// In words, with the enforcing mechanisms.
+    pub description: String,
+}
+
+/// One connection to the platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionStatus {
+    /// `control` (the machine's control connection) or `chat` (one chat's data connection,
+    /// or a chat attached to a folder that has no connection yet).
+    pub kind: String,
+    /// The chat's session id (`None` for the control connection).
+    pub session_id: Option<String>,
+    /// The chat's folder (`None` for the control connection).
+    pub folder: Option<String>,
+    /// `attached` (folder chosen, not activated), `connecting`, `connected`,
+    /// `reconnecting` or `stopped`.
+    pub state: String,
+    /// Seconds in this state.
+    pub state_seconds: u64,
+    /// Capabilities the platform granted at the last handshake, sorted.
+    pub granted_capabilities: Vec<String>,
+    /// Connections made so far (1 after the first handshake).
+    pub connects: u64,
+    /// Why the last connection ended, if one did.
+    pub last_disconnect: Option<String>,
+}
+
+/// One operation in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationStatus {
+    /// Its local id (the console's kill button, unique while the daemon runs).
+    pub id: u64,
+    /// The chat's session id.
+    pub session_id: Option<String>,
+    /// The platform's request id.
+    pub request_id: String,
+    /// The request type, e.g. `EXECUTE_COMMAND`.
+    pub kind: String,
+    /// What it does: the command, the path; never file contents.
+    pub summary: String,
+    /// Milliseconds since it started.
+    pub age_ms: u64,
+    /// Whether it can be ended on its own (running commands).
+    pub killable: bool,
+}
+
+/// The command rate window (`max_commands_per_minute`, `max_concurrent_commands`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateStatus {
+    /// The window's length in seconds.
+    pub window_seconds: u64,
+    /// Commands admitted within the window.
+    pub in_window: u64,
+    /// The most the window admits.
+    pub max_per_window: u64,
+    /// Commands running now.
+    pub running: u64,
+    /// The most that run at once.
+    pub max_concurrent: u64,
+}
+
+/// The audit log's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditStatus {
+    /// The current log file.
+    pub path: String,
+    /// `seq` of its last record.
+    pub last_seq: Option<u64>,
+    /// `verified` (every record's HMAC and link checked), `broken` or `unreadable`.
+    pub chain: String,
+    /// The first problem when the chain is not verified.
+    pub problem: Option<String>,
+    /// Records this daemon wrote.
+    pub records_written: u64,
+    /// The file's size in bytes.
+    pub bytes: u64,
+}
+
+/// One recent error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorStatus {
+    /// When, in seconds since the Unix epoch.
+    pub at_unix: u64,
+    /// The chat's session id, if one.
+    pub session_id: Option<String>,
+    /// What failed: a request type, or `connection`.
+    pub source: String,
+    /// The wire error code, or a short reason.
+    pub code: String,
+    /// In words.
+    pub message: String,
 }
 
 /// Encodes one frame body: the version, then `msg`.

@@ -177,6 +177,9 @@ pub fn run(cli: Cli) -> u8 {
             commands::local::pause(&socket(), false, &mut std::io::stdout(), &mut stderr)
         }
         Command::Kill => commands::local::kill(&socket(), &mut std::io::stdout(), &mut stderr),
+        Command::Console { no_open } => {
+            commands::local::console(&socket(), !*no_open, &mut std::io::stdout(), &mut stderr)
+        }
         Command::Policy(cli::PolicyCommand::Check {
             json,
             policy,
@@ -202,7 +205,7 @@ pub fn run(cli: Cli) -> u8 {
                 &mut stderr,
             )
         }
-        Command::Status => {
+        Command::Status { json } => {
             let settings = match config::load(&sources) {
                 Ok(s) => s,
                 Err(e) => {
@@ -212,28 +215,11 @@ pub fn run(cli: Cli) -> u8 {
             };
             let mut out = std::io::stdout();
             let live = commands::local::live_status(&socket());
+            if *json {
+                return commands::local::status_json(live.as_ref(), &mut out);
+            }
             match &live {
-                Some(s) => {
-                    let _ = writeln!(
-                        out,
-                        "Daemon: running (pid {}, version {}){}",
-                        s.pid,
-                        s.version,
-                        if s.paused { ", PAUSED" } else { "" }
-                    );
-                    let _ = writeln!(
-                        out,
-                        "Commands waiting for approval: {}",
-                        s.pending_approvals
-                    );
-                    let _ = writeln!(
-                        out,
-                        "Command policy: {}",
-                        s.policy_file
-                            .as_deref()
-                            .unwrap_or("none (every command is allowed)")
-                    );
-                }
+                Some(s) => commands::local::print_status(s, &mut out),
                 None => {
                     let _ = writeln!(out, "Daemon: not running");
                 }

@@ -61,6 +61,7 @@ impl Default for CommandLimits {
 /// });
 /// let permit = limiter.admit()?; // held while the command runs
 /// assert_eq!(limiter.running(), 1);
+/// assert_eq!(limiter.in_window(), 1);
 /// assert!(limiter.admit().is_err()); // TooManyConcurrent
 /// drop(permit);
 /// assert_eq!(limiter.running(), 0);
@@ -128,6 +129,17 @@ impl CommandLimiter {
             .try_acquire_owned()
             .map_err(|_| ExecError::TooManyConcurrent)?;
         Ok(CommandPermit { _permit: permit })
+    }
+
+    /// Commands admitted within the current sliding window (what `status` shows against
+    /// `max_commands_per_minute`).
+    pub fn in_window(&self) -> usize {
+        let now = self.clock.now();
+        let events = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        events
+            .iter()
+            .filter(|&&t| now.saturating_duration_since(t) < self.limits.window)
+            .count()
     }
 
     /// Commands currently holding a running slot.

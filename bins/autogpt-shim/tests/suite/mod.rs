@@ -4,6 +4,8 @@
 #[cfg(target_os = "linux")]
 mod clean_stop;
 mod cli;
+#[cfg(target_os = "linux")]
+mod console;
 mod control;
 mod control_cancel;
 #[cfg(target_os = "linux")]
@@ -23,5 +25,7 @@ mod policy;
 mod recording;
 pub(crate) mod sandbox;
 mod sandbox_corpus;
+#[cfg(unix)]
+mod status;
 #[cfg(windows)]
 mod windows;

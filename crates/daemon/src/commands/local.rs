@@ -1,6 +1,6 @@
 //! The commands that steer a running daemon through its local control socket
-//! ([`crate::ipc`]): `approve`, `deny`, `approvals`, `pause`, `resume`, `kill`, the live part of
-//! `status`; and `policy check`, which needs no daemon.
+//! ([`crate::ipc`]): `approve`, `deny`, `approvals`, `pause`, `resume`, `kill`, `console`, the
+//! live part of `status`; and `policy check`, which needs no daemon.
 
 use std::io::Write;
 use std::path::Path;
@@ -141,14 +141,182 @@ pub fn kill(socket: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
 }
 
+/// `console [--no-open]`: asks the daemon for a one-time login URL, prints it as the first
+/// line of standard output, and (unless `--no-open`) opens it in the browser.
+pub fn console(socket: &Path, open: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match send(socket, &Request::ConsoleUrl, out, err) {
+        Ok(Response::ConsoleUrl(url)) => {
+            let _ = writeln!(out, "{url}");
+            let _ = writeln!(
+                out,
+                "This link logs in once and expires in two minutes; anyone who has it before you open it can use the console."
+            );
+            let _ = out.flush();
+            if open && let Err(e) = open::that_detached(&url) {
+                let _ = writeln!(
+                    err,
+                    "error: cannot open a browser: {e}\nhint: open the URL above yourself"
+                );
+            }
+            EXIT_OK
+        }
+        Ok(other) => {
+            let _ = writeln!(err, "error: unexpected answer {other:?}");
+            EXIT_FAIL
+        }
+        Err(code) => code,
+    }
+}
+
 /// The live state for `status`, or `None` when no daemon answers.
 pub fn live_status(socket: &Path) -> Option<StatusReport> {
     #[cfg(unix)]
     if let Ok(Response::Status(s)) = crate::ipc::request(socket, &Request::Status) {
-        return Some(s);
+        return Some(*s);
     }
     let _ = socket;
     None
+}
+
+/// `status --json`: the live state as JSON (docs/status.md), with `"running": true`; or
+/// `{"schema": 1, "running": false}` and exit 3 when no daemon answers.
+pub fn status_json(live: Option<&StatusReport>, out: &mut dyn Write) -> u8 {
+    let value = match live {
+        Some(s) => match serde_json::to_value(s) {
+            Ok(serde_json::Value::Object(mut m)) => {
+                m.insert("running".to_owned(), serde_json::Value::Bool(true));
+                serde_json::Value::Object(m)
+            }
+            _ => serde_json::json!({ "schema": crate::ipc::STATUS_SCHEMA, "running": true }),
+        },
+        None => serde_json::json!({ "schema": crate::ipc::STATUS_SCHEMA, "running": false }),
+    };
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    );
+    if live.is_some() {
+        EXIT_OK
+    } else {
+        EXIT_NOT_RUNNING
+    }
+}
+
+fn age(ms: u64) -> String {
+    if ms < 10_000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{} s", ms / 1000)
+    }
+}
+
+/// `status`: the live state for people.
+pub fn print_status(s: &StatusReport, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "Daemon: running (pid {}, version {}, up {} s){}",
+        s.pid,
+        s.version,
+        s.uptime_seconds,
+        if s.paused { ", PAUSED" } else { "" }
+    );
+    let _ = writeln!(out, "Shell commands: {}", s.sandbox.description);
+    let _ = writeln!(
+        out,
+        "Command policy: {}",
+        s.policy_file
+            .as_deref()
+            .unwrap_or("none (every command is allowed)")
+    );
+    let _ = writeln!(
+        out,
+        "Commands waiting for approval: {}",
+        s.pending_approvals
+    );
+    if s.connections.is_empty() {
+        let _ = writeln!(out, "Connections: none");
+    } else {
+        let _ = writeln!(out, "Connections:");
+    }
+    for c in &s.connections {
+        let who = match (&c.session_id, &c.folder) {
+            (Some(sid), Some(f)) => format!("chat {sid} in {f}"),
+            (Some(sid), None) => format!("chat {sid}"),
+            _ => "control connection".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "  {who}: {} for {} s{}",
+            c.state,
+            c.state_seconds,
+            if c.granted_capabilities.is_empty() {
+                String::new()
+            } else {
+                format!("; granted {}", c.granted_capabilities.join(", "))
+            }
+        );
+        if let Some(why) = &c.last_disconnect {
+            let _ = writeln!(out, "    last disconnect: {why}");
+        }
+    }
+    if s.operations.is_empty() {
+        let _ = writeln!(out, "Operations in flight: none");
+    } else {
+        let _ = writeln!(out, "Operations in flight:");
+    }
+    for o in &s.operations {
+        let _ = writeln!(
+            out,
+            "  #{} {} {} ({}{})",
+            o.id,
+            o.kind,
+            o.summary,
+            age(o.age_ms),
+            o.session_id
+                .as_deref()
+                .map(|sid| format!(", chat {sid}"))
+                .unwrap_or_default()
+        );
+    }
+    let r = &s.command_rate;
+    let _ = writeln!(
+        out,
+        "Command rate: {} of {} in the last {} s; {} of {} running",
+        r.in_window, r.max_per_window, r.window_seconds, r.running, r.max_concurrent
+    );
+    let a = &s.audit;
+    let _ = writeln!(
+        out,
+        "Audit log: {} (last seq {}, chain {}{})",
+        a.path,
+        a.last_seq
+            .map_or_else(|| "none".to_owned(), |q| q.to_string()),
+        a.chain,
+        a.problem
+            .as_deref()
+            .map(|p| format!(": {p}"))
+            .unwrap_or_default()
+    );
+    if s.last_errors.is_empty() {
+        let _ = writeln!(out, "Last errors: none");
+    } else {
+        let _ = writeln!(out, "Last errors (newest last):");
+    }
+    for e in &s.last_errors {
+        let _ = writeln!(
+            out,
+            "  {} {}{}: {} {}",
+            e.at_unix,
+            e.source,
+            e.session_id
+                .as_deref()
+                .map(|sid| format!(" (chat {sid})"))
+                .unwrap_or_default(),
+            e.code,
+            e.message
+        );
+    }
 }
 
 /// `policy check [--json] [--policy FILE] (--command STRING | -- ARGV...)`.

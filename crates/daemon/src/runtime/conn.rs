@@ -241,13 +241,44 @@ impl Runtime {
         let s = &self.machine.settings;
         let mut attempt: u32 = 0;
         let mut forbidden: u32 = 0;
+        let (sid, folder) = match &self.role {
+            Role::Control => (None, None),
+            Role::Data {
+                session_id,
+                allowed_root,
+            } => (Some(session_id.as_str()), Some(allowed_root.as_str())),
+        };
+        let board = self.machine.status.connection(sid, folder);
         loop {
             if self.stop.is_cancelled() || self.machine.shutdown.is_cancelled() {
                 return Outcome::Stopped;
             }
-            let end = self.connection().await;
+            board.connecting();
+            let end = self.connection(&board).await;
+            let why = match &end {
+                ConnEnd::Terminal(_) => None,
+                ConnEnd::Clean => Some("closed cleanly by the platform"),
+                ConnEnd::Forbidden => Some("the platform refused the handshake (4403)"),
+                ConnEnd::Error { handshook: true } => Some("the connection was lost"),
+                ConnEnd::Error { handshook: false } => Some("the connection could not be made"),
+            };
+            if let Some(why) = why {
+                board.reconnecting(why);
+                if !matches!(end, ConnEnd::Clean) {
+                    self.machine
+                        .status
+                        .error(sid, "connection", "connection_failed", why);
+                }
+            }
             let delay = match end {
-                ConnEnd::Terminal(o) => return o,
+                ConnEnd::Terminal(o) => {
+                    if let Outcome::Failed(e) = &o {
+                        self.machine
+                            .status
+                            .error(sid, "connection", "terminal", &e.to_string());
+                    }
+                    return o;
+                }
                 ConnEnd::Clean => {
                     attempt = 0;
                     forbidden = 0;
@@ -331,7 +362,7 @@ impl Runtime {
     }
 
     /// One connection: connect, handshake, serve.
-    async fn connection(&self) -> ConnEnd {
+    async fn connection(&self, board: &crate::runtime::board::ConnGuard) -> ConnEnd {
         let url = self.url();
         let ws = match self.connect(&url).await {
             Ok(ws) => ws,
@@ -460,12 +491,13 @@ impl Runtime {
         if let Err(end) = self
             .audit_or_fail(
                 "CONFIG_RELOADED",
-                Map::new().with("granted_capabilities", granted),
+                Map::new().with("granted_capabilities", granted.clone()),
             )
             .await
         {
             return end;
         }
+        board.connected(granted.clone());
         if let Role::Control = role {
             let max = negotiated.limits.max_concurrent as usize;
             if let Ok(mut w) = self.machine.work_sem.lock() {
@@ -624,6 +656,7 @@ impl Runtime {
                     approvals: self.machine.approvals.clone(),
                     session_id: session_id.clone(),
                     kill: self.machine.kill.subscribe(),
+                    board: self.machine.status.clone(),
                 })
             }
             _ => None,
@@ -895,7 +928,32 @@ async fn run_request(conn: Arc<Conn>, f: Frame) {
         c.queue_depth = c.queue_depth.saturating_sub(1);
         c.in_flight += 1;
     }
-    let result = handle(&conn, &f).await;
+    let sid = match &conn.rt.role {
+        Role::Data { session_id, .. } => Some(session_id.as_str()),
+        Role::Control => None,
+    };
+    let ty = f.message_type();
+    let op = conn.rt.machine.status.operation(
+        sid,
+        &f.id,
+        ty.as_str(),
+        summary(&f.message),
+        matches!(f.message, Message::ExecuteCommand(_)),
+    );
+    let result = handle(&conn, &f, op.cancelled()).await;
+    drop(op);
+    if let Ok(Some(Message::ScreenshotResponse(p))) = &result {
+        conn.rt
+            .machine
+            .status
+            .set_screenshot(&p.mime_type, &p.image_base64);
+    }
+    if let Ok(Some(Message::Error(e))) = &result {
+        conn.rt
+            .machine
+            .status
+            .error(sid, ty.as_str(), e.code.as_str(), &e.message);
+    }
     drop(permit);
     let edge = {
         let Ok(mut c) = conn.counters.lock() else {
@@ -921,12 +979,38 @@ async fn run_request(conn: Arc<Conn>, f: Frame) {
     }
 }
 
+/// What a request does, for `status` and the console: the command, the path; never
+/// contents.
+fn summary(m: &Message) -> String {
+    match m {
+        Message::ExecuteCommand(p) => match (&p.command, &p.argv) {
+            (_, Some(argv)) => argv.join(" "),
+            (Some(c), None) => c.clone(),
+            (None, None) => String::new(),
+        },
+        Message::FileRead(p) => p.path.clone(),
+        Message::FileWrite(p) => p.path.clone(),
+        Message::FileStat(p) => p.path.clone(),
+        Message::FileList(p) => p.path.clone(),
+        Message::FileDelete(p) => p.path.clone(),
+        Message::FileMove(p) => format!("{} -> {}", p.src, p.dst),
+        _ => String::new(),
+    }
+    .chars()
+    .take(300)
+    .collect()
+}
+
 fn error_msg(code: ErrorCode, message: &str) -> Message {
     Message::Error(ErrorPayload::new(code, message))
 }
 
 /// Mode check, capability check and handler (3.5 steps 7-10).
-async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> {
+async fn handle(
+    conn: &Conn,
+    f: &Frame,
+    cancel: &CancellationToken,
+) -> Result<Option<Message>, AuditFailed> {
     let ty = f.message_type();
     let rt = &conn.rt;
     let is_control = matches!(rt.role, Role::Control);
@@ -1006,7 +1090,7 @@ async fn handle(conn: &Conn, f: &Frame) -> Result<Option<Message>, AuditFailed> 
         Message::FileList(p) => data.list(id, p).await,
         Message::FileDelete(p) => data.delete(id, p).await,
         Message::FileMove(p) => data.rename(id, p).await,
-        Message::ExecuteCommand(p) => data.execute(id, p).await,
+        Message::ExecuteCommand(p) => data.execute(id, p, cancel).await,
         Message::LocalLlmCompletion(p) => {
             // Chunks carry the request id and `pending_capacity: null` (8.4).
             let chunk = |m: Message| conn.send_response(id, &m, None);

@@ -642,11 +642,13 @@ impl Control {
             match victim {
                 Some(k) => {
                     st.bindings.remove(&k);
+                    self.machine.status.detached(&k);
                 }
                 None => return false,
             }
         }
         let t = st.tick();
+        self.machine.status.attached(&b.session_id, &b.allowed_root);
         st.bindings.insert(b.session_id.clone(), (b, t));
         true
     }
@@ -661,10 +663,15 @@ impl Control {
     }
 
     fn remove_binding(&self, sid: &str) -> Option<Binding> {
-        self.state
+        let removed = self
+            .state
             .lock()
             .ok()
-            .and_then(|mut s| s.bindings.remove(sid).map(|(b, _)| b))
+            .and_then(|mut s| s.bindings.remove(sid).map(|(b, _)| b));
+        if removed.is_some() {
+            self.machine.status.detached(sid);
+        }
+        removed
     }
 
     async fn fail(

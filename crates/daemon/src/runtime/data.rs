@@ -47,6 +47,7 @@ use crate::runtime::approvals::Approvals;
 use crate::runtime::auditor::AuditFailed;
 use crate::runtime::auditor::Auditor;
 use crate::runtime::blocking::Blocking;
+use tokio_util::sync::CancellationToken;
 
 /// What a data connection needs to serve requests.
 #[derive(Debug, Clone)]
@@ -65,6 +66,8 @@ pub(crate) struct DataPlane {
     pub(crate) session_id: String,
     /// Changes when the local user ends every running command (`autogpt-shim kill`).
     pub(crate) kill: tokio::sync::watch::Receiver<u64>,
+    /// Who asked for a kill (the audit record's `decided_by`).
+    pub(crate) board: Arc<crate::runtime::board::Board>,
 }
 
 fn error(code: ErrorCode, message: impl Into<String>) -> Message {
@@ -407,6 +410,7 @@ impl DataPlane {
         &self,
         id: &str,
         p: ExecuteCommand,
+        cancel: &CancellationToken,
     ) -> Result<Message, AuditFailed> {
         let req = shim_exec::CommandRequest {
             command: p.command.clone(),
@@ -460,15 +464,21 @@ impl DataPlane {
         let result = tokio::select! {
             r = prepared.run() => r,
             // Dropping the run future kills the process tree; the guard audits it as
-            // cancelled, and the platform is told the local user ended it.
-            _ = kill.changed() => {
+            // cancelled, and the platform is told the local user ended it (every command,
+            // or this one alone from the console).
+            by = async {
+                tokio::select! {
+                    _ = kill.changed() => self.board.kill_by(),
+                    () = cancel.cancelled() => "console".to_owned(),
+                }
+            } => {
                 drop(guard);
                 let ms = millis(started);
                 self.audit
                     .op(
                         "COMMAND_KILLED",
                         Some(id),
-                        Map::new().with("decided_by", "cli"),
+                        Map::new().with("decided_by", by),
                         AuditResult {
                             duration_ms: ms,
                             ..AuditResult::default()

@@ -6,7 +6,6 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use tokio::io::AsyncReadExt;
 use tokio::io::AsyncWriteExt;
@@ -14,18 +13,16 @@ use tokio::net::UnixListener;
 use tokio::net::UnixStream;
 use tokio_util::sync::CancellationToken;
 
-use shim_audit::AuditResult;
-use shim_audit::Map;
-
 use crate::error::DaemonError;
 use crate::ipc;
 use crate::ipc::Decoded;
 use crate::ipc::IpcErrorKind;
 use crate::ipc::Request;
 use crate::ipc::Response;
-use crate::ipc::StatusReport;
 use crate::runtime::approvals::DecideError;
+use crate::runtime::console::ConsoleSlot;
 use crate::runtime::machine::Machine;
+use crate::runtime::steer;
 
 /// A bound socket; the file is removed when the server stops.
 pub(crate) struct IpcServer {
@@ -88,7 +85,12 @@ impl IpcServer {
     }
 
     /// Serves until `stop`; then removes the socket file.
-    pub(crate) async fn serve(self, machine: Arc<Machine>, stop: CancellationToken) {
+    pub(crate) async fn serve(
+        self,
+        machine: Arc<Machine>,
+        console: Arc<ConsoleSlot>,
+        stop: CancellationToken,
+    ) {
         let uid = rustix::process::getuid().as_raw();
         loop {
             let accepted = tokio::select! {
@@ -107,10 +109,11 @@ impl IpcServer {
             }
             let m = machine.clone();
             let stop = stop.clone();
+            let console = console.clone();
             tokio::spawn(async move {
                 tokio::select! {
                     () = stop.cancelled() => {}
-                    () = client(stream, m) => {}
+                    () = client(stream, m, console) => {}
                 }
             });
         }
@@ -119,7 +122,7 @@ impl IpcServer {
 }
 
 /// One client: frames until it closes or sends something that is not a frame.
-async fn client(mut s: UnixStream, machine: Arc<Machine>) {
+async fn client(mut s: UnixStream, machine: Arc<Machine>, console: Arc<ConsoleSlot>) {
     loop {
         let mut len = [0u8; 4];
         if s.read_exact(&mut len).await.is_err() {
@@ -145,7 +148,7 @@ async fn client(mut s: UnixStream, machine: Arc<Machine>) {
             return;
         }
         let response = match ipc::decode::<Request>(&body) {
-            Decoded::Message(r) => match handle(&machine, r).await {
+            Decoded::Message(r) => match handle(&machine, &console, r).await {
                 Some(r) => r,
                 // The audit log failed: the daemon is stopping; answer nothing more.
                 None => return,
@@ -176,37 +179,13 @@ async fn reply(s: &mut UnixStream, r: &Response) -> std::io::Result<()> {
     s.write_all(&body).await
 }
 
-/// Writes the record of a local action (pause, resume, kill); `false` if the audit log
-/// failed.
-async fn audited(machine: &Machine, action: &str, details: Map) -> bool {
-    machine
-        .audit
-        .op(
-            "LOCAL_CONTROL",
-            None,
-            details.with("action", action).with("decided_by", "cli"),
-            AuditResult::default(),
-        )
-        .await
-        .is_ok()
-}
-
-async fn handle(machine: &Machine, r: Request) -> Option<Response> {
+async fn handle(machine: &Machine, console: &ConsoleSlot, r: Request) -> Option<Response> {
     Some(match r {
-        Request::Status => Response::Status(StatusReport {
-            pid: std::process::id(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            paused: machine.paused.load(Ordering::SeqCst),
-            session_id: machine.settings.session_id.clone(),
-            policy_file: machine
-                .policy
-                .path
-                .as_ref()
-                .map(|p| p.display().to_string()),
-            pending_approvals: u32::try_from(machine.approvals.pending().len()).unwrap_or(u32::MAX),
-        }),
+        Request::Status => {
+            Response::Status(Box::new(crate::runtime::status::snapshot(machine).await))
+        }
         Request::ListApprovals => Response::Approvals(machine.approvals.pending()),
-        Request::Decide { id, approve } => match machine.approvals.decide(id, approve, "cli") {
+        Request::Decide { id, approve } => match steer::decide(machine, id, approve, "cli") {
             Ok(()) => Response::Done,
             Err(DecideError::Unknown) => error(
                 IpcErrorKind::UnknownApproval,
@@ -218,35 +197,21 @@ async fn handle(machine: &Machine, r: Request) -> Option<Response> {
             ),
         },
         Request::Pause => {
-            if !audited(machine, "pause", Map::new()).await {
-                return None;
-            }
-            machine.paused.store(true, Ordering::SeqCst);
-            tracing::warn!("paused by the local user: new operations are refused");
+            steer::pause(machine, true, "cli").await.ok()?;
             Response::Done
         }
         Request::Resume => {
-            if !audited(machine, "resume", Map::new()).await {
-                return None;
-            }
-            machine.paused.store(false, Ordering::SeqCst);
-            tracing::warn!("resumed by the local user");
+            steer::pause(machine, false, "cli").await.ok()?;
             Response::Done
         }
-        Request::Kill => {
-            let running = u32::try_from(machine.limiter.running()).unwrap_or(u32::MAX);
-            if !audited(
-                machine,
-                "kill",
-                Map::new().with("running", u64::from(running)),
-            )
-            .await
-            {
-                return None;
-            }
-            machine.kill.send_modify(|g| *g += 1);
-            tracing::warn!(running, "the local user ended every running command");
-            Response::Killed(running)
-        }
+        Request::Kill => Response::Killed(steer::kill_all(machine, "cli").await.ok()?),
+        Request::ConsoleUrl => match console.get_or_start().await.map(|c| c.login_url()) {
+            Ok(Some(url)) => Response::ConsoleUrl(url),
+            Ok(None) => error(
+                IpcErrorKind::ConsoleUnavailable,
+                "no randomness for a login token".to_owned(),
+            ),
+            Err(e) => error(IpcErrorKind::ConsoleUnavailable, e),
+        },
     })
 }

@@ -189,4 +189,6 @@ pub(crate) struct Machine {
     pub(crate) llm: Arc<crate::runtime::llm::LlmMachine>,
     /// Hardware: what is advertised and served.
     pub(crate) hw: Arc<crate::runtime::hw::HwMachine>,
+    /// What the runtimes report for `status` and the console.
+    pub(crate) status: Arc<crate::runtime::board::Board>,
 }

@@ -7,15 +7,20 @@
 //! * [`handshake`], [`grant`]: pure protocol pieces (HELLO / HELLO_ACK, root grants).
 //! * [`auditor`], [`blocking`], [`session_locks`]: the audit writer handle, blocking work that
 //!   is audited even when its request is cancelled, per-session locks.
+//! * [`board`]: what the runtimes report for `status` and the console (connections,
+//!   operations, errors).
 //! * [`approvals`]: commands the policy holds for the local user's answer.
 //! * [`llm`]: the local-model route (Ollama discovery and completions).
 //! * [`hw`]: hardware advertisement and the PROPOSED operations.
 //! * [`cu`]: computer-use state and dispatch.
 //! * [`machine`]: the process-wide state (settings, identity, audit, limits, tokens).
+//! * [`status`]: the `status` snapshot built from the machine and the board.
 //! * [`data`]: dispatch of data requests to the jail and the executor.
 //! * [`conn`]: one runtime's connection loop; it reaches the control plane only through the
 //!   [`conn::ControlPlane`] trait.
 //! * [`control`]: the machine control plane (browsing, root grants, child runtimes).
+//! * [`steer`]: the local user's actions (pause, resume, kill, approve), audited.
+//! * [`console`]: the local web console (login, live state, buttons).
 //! * `ipc_server`: the local control socket (`approve`, `deny`, `pause`, ...).
 //! * [`start`]: the daemon's one way in, legacy direct mode or machine control mode.
 
@@ -23,7 +28,9 @@ pub(crate) mod alloc;
 pub mod approvals;
 pub(crate) mod auditor;
 pub(crate) mod blocking;
+pub(crate) mod board;
 pub(crate) mod conn;
+pub(crate) mod console;
 pub(crate) mod control;
 pub(crate) mod cu;
 pub(crate) mod data;
@@ -39,3 +46,5 @@ pub(crate) mod llm;
 pub(crate) mod machine;
 pub(crate) mod session_locks;
 pub mod start;
+pub(crate) mod status;
+pub(crate) mod steer;

@@ -305,10 +305,30 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         kill: tokio::sync::watch::Sender::new(0),
         llm: Arc::new(crate::runtime::llm::LlmMachine::new(&settings)),
         hw: Arc::new(crate::runtime::hw::HwMachine::new(&settings)),
+        status: crate::runtime::board::Board::new(crate::ipc::SandboxStatus {
+            mode: confinement.mode.as_str().to_owned(),
+            network: confinement.network.as_str().to_owned(),
+            description: confinement.describe(),
+        }),
     });
     let ipc_stop = CancellationToken::new();
+    let console = crate::runtime::console::ConsoleSlot::new(machine.clone(), ipc_stop.clone());
+    if settings.console {
+        match console.get_or_start().await {
+            Ok(c) => {
+                let _ = writeln!(
+                    out,
+                    "Web console on {} (log in with `autogpt-shim console`).",
+                    c.origin()
+                );
+                let _ = out.flush();
+            }
+            Err(e) => tracing::error!("the web console could not start: {e}"),
+        }
+    }
     #[cfg(unix)]
-    let ipc_task = ipc.map(|s| tokio::spawn(s.serve(machine.clone(), ipc_stop.clone())));
+    let ipc_task =
+        ipc.map(|s| tokio::spawn(s.serve(machine.clone(), console.clone(), ipc_stop.clone())));
 
     let outcome = match (&settings.session_id, jail) {
         (Some(sid), Some(jail)) => {
@@ -360,6 +380,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     if let Some(t) = ipc_task {
         let _ = t.await;
     }
+    console.stopped().await;
     // Nothing of ours outlives the daemon: end and reap the exec sentinel (it kills any
     // command group still registered on the way out).
     #[cfg(unix)]
