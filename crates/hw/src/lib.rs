@@ -10,11 +10,14 @@
 
 use std::path::Path;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use shim_protocol::ErrorCode;
 use shim_protocol::messages::hardware::HardwareDevice;
 
+pub mod gpio;
 pub mod serial;
+pub mod usb;
 
 /// At most this many entries in `hardware_devices` (P1).
 pub const MAX_DEVICES: usize = 128;
@@ -24,29 +27,35 @@ const MAX_STRING: usize = 256;
 /// A hardware failure with its wire code (P6).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HwError {
-    /// The port or chip is not currently enumerated.
-    #[error("{kind} device {name} is not present")]
+    /// The port, chip or line is not currently enumerated.
+    #[error("{kind} device {name}{} is not present", line_suffix(*line))]
     NotFound {
         /// `serial` or `gpio`.
         kind: &'static str,
         /// Port or chip.
         name: String,
+        /// The GPIO line, when the chip exists but the line does not.
+        line: Option<u32>,
     },
     /// Not in the local allowlist.
-    #[error("{kind} device {name} is not in the local allowlist")]
+    #[error("{kind} device {name}{} is not in the local allowlist", line_suffix(*line))]
     NotAllowed {
         /// `serial` or `gpio`.
         kind: &'static str,
         /// Port or chip.
         name: String,
+        /// The GPIO line (P6: `line?`).
+        line: Option<u32>,
     },
     /// Held by another session or process.
-    #[error("{kind} device {name} is busy")]
+    #[error("{kind} device {name}{} is busy", line_suffix(*line))]
     Busy {
         /// `serial` or `gpio`.
         kind: &'static str,
         /// Port or chip.
         name: String,
+        /// The GPIO line another consumer holds.
+        line: Option<u32>,
     },
     /// The handle is unknown, closed or expired.
     #[error("serial handle {0} is unknown or expired")]
@@ -56,7 +65,60 @@ pub enum HwError {
     Io(String),
 }
 
+fn line_suffix(line: Option<u32>) -> String {
+    line.map(|l| format!(" line {l}")).unwrap_or_default()
+}
+
 impl HwError {
+    /// `HARDWARE_DEVICE_NOT_FOUND` for a port or chip.
+    pub fn not_found(kind: &'static str, name: &str) -> HwError {
+        HwError::NotFound {
+            kind,
+            name: name.to_owned(),
+            line: None,
+        }
+    }
+
+    /// `HARDWARE_NOT_ALLOWED` for a port or chip.
+    pub fn not_allowed(kind: &'static str, name: &str) -> HwError {
+        HwError::NotAllowed {
+            kind,
+            name: name.to_owned(),
+            line: None,
+        }
+    }
+
+    /// `HARDWARE_DEVICE_BUSY` for a port or chip.
+    pub fn busy(kind: &'static str, name: &str) -> HwError {
+        HwError::Busy {
+            kind,
+            name: name.to_owned(),
+            line: None,
+        }
+    }
+
+    /// The same error about one GPIO line of the chip.
+    pub fn at_line(self, l: u32) -> HwError {
+        match self {
+            HwError::NotFound { kind, name, .. } => HwError::NotFound {
+                kind,
+                name,
+                line: Some(l),
+            },
+            HwError::NotAllowed { kind, name, .. } => HwError::NotAllowed {
+                kind,
+                name,
+                line: Some(l),
+            },
+            HwError::Busy { kind, name, .. } => HwError::Busy {
+                kind,
+                name,
+                line: Some(l),
+            },
+            other => other,
+        }
+    }
+
     /// The wire code (P6).
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -72,12 +134,15 @@ impl HwError {
     pub fn details(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut m = serde_json::Map::new();
         match self {
-            HwError::NotFound { kind, name }
-            | HwError::NotAllowed { kind, name }
-            | HwError::Busy { kind, name } => {
+            HwError::NotFound { kind, name, line }
+            | HwError::NotAllowed { kind, name, line }
+            | HwError::Busy { kind, name, line } => {
                 m.insert("type".into(), (*kind).into());
                 let key = if *kind == "serial" { "port" } else { "chip" };
                 m.insert(key.into(), name.clone().into());
+                if let Some(l) = line {
+                    m.insert("line".into(), (*l).into());
+                }
             }
             HwError::Stale(h) => {
                 m.insert("handle".into(), h.clone().into());
@@ -90,20 +155,50 @@ impl HwError {
     }
 }
 
-/// Where devices are enumerated from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where devices are enumerated from: a sysfs root and a devfs root, and the USB lister.
+#[derive(Clone)]
 pub struct Source {
     /// The sysfs root (`/sys`).
     pub sysfs: PathBuf,
-    /// The devfs root (`/dev`); ports are reported under it.
+    /// The devfs root (`/dev`); ports and GPIO chips are reported under it.
     pub devfs: PathBuf,
+    /// Lists USB devices: [`usb::Nusb`] on a real machine, [`usb::SysfsUsb`] over a
+    /// fixture tree.
+    pub usb: Arc<dyn usb::UsbLister>,
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Source")
+            .field("sysfs", &self.sysfs)
+            .field("devfs", &self.devfs)
+            .field("usb", &self.usb.name())
+            .finish()
+    }
 }
 
 impl Default for Source {
+    /// The machine itself: `/sys`, `/dev`, and USB through `nusb`.
     fn default() -> Self {
         Source {
             sysfs: PathBuf::from("/sys"),
             devfs: PathBuf::from("/dev"),
+            usb: Arc::new(usb::Nusb),
+        }
+    }
+}
+
+impl Source {
+    /// A tree standing in for `/sys` and `/dev` (a fixture, or a chroot-like copy): USB is
+    /// read from `<sysfs>/bus/usb/devices` with nusb's own rules, since nusb only reads
+    /// the real `/sys`.
+    pub fn tree(sysfs: PathBuf, devfs: PathBuf) -> Source {
+        Source {
+            usb: Arc::new(usb::SysfsUsb {
+                sysfs: sysfs.clone(),
+            }),
+            sysfs,
+            devfs,
         }
     }
 }
@@ -119,24 +214,24 @@ pub struct Kinds {
     pub gpio: bool,
 }
 
-fn cut(s: &str) -> String {
+pub(crate) fn cut(s: &str) -> String {
     s.trim().chars().take(MAX_STRING).collect()
 }
 
-fn attr(dir: &Path, name: &str) -> Option<String> {
+pub(crate) fn attr(dir: &Path, name: &str) -> Option<String> {
     std::fs::read_to_string(dir.join(name))
         .ok()
         .map(|s| cut(&s))
         .filter(|s| !s.is_empty())
 }
 
-fn hex4(dir: &Path, name: &str) -> Option<String> {
+pub(crate) fn hex4(dir: &Path, name: &str) -> Option<String> {
     attr(dir, name)
         .filter(|s| s.len() == 4 && s.chars().all(|c| c.is_ascii_hexdigit()))
         .map(|s| s.to_ascii_lowercase())
 }
 
-fn names(dir: &Path) -> Vec<String> {
+pub(crate) fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
@@ -205,51 +300,27 @@ pub fn serial_ports(src: &Source) -> Vec<HardwareDevice> {
     out
 }
 
-/// USB devices from `bus/usb/devices` (interfaces and entries without ids skipped). Serial
-/// numbers are never read.
-pub fn usb_devices(src: &Source) -> Vec<HardwareDevice> {
-    let dir = src.sysfs.join("bus").join("usb").join("devices");
-    names(&dir)
-        .into_iter()
-        .filter_map(|n| {
-            let d = dir.join(n);
-            Some(HardwareDevice::Usb {
-                vid: hex4(&d, "idVendor")?,
-                pid: hex4(&d, "idProduct")?,
-                desc: attr(&d, "product"),
-                manufacturer: attr(&d, "manufacturer"),
-                bus: attr(&d, "busnum").and_then(|s| s.parse().ok()),
-                address: attr(&d, "devnum").and_then(|s| s.parse().ok()),
-            })
-        })
-        .collect()
-}
-
-/// GPIO chips: `gpiochip*` character devices under the devfs root, with the label and
-/// line count from `bus/gpio/devices/<chip>/{label,ngpio}` when present.
+/// GPIO chips: `gpiochip*` nodes under the devfs root, each described by the chip itself
+/// (its label and line count through [`gpio::chip_info`]); a node that is not a chip is
+/// dropped (P1: enumeration errors drop the entry).
 pub fn gpio_chips(src: &Source) -> Vec<HardwareDevice> {
     names(&src.devfs)
         .into_iter()
-        .filter(|n| n.starts_with("gpiochip"))
-        .map(|chip| {
-            let d = src
-                .sysfs
-                .join("bus")
-                .join("gpio")
-                .join("devices")
-                .join(&chip);
-            HardwareDevice::Gpio {
-                label: attr(&d, "label"),
-                lines: attr(&d, "ngpio").and_then(|s| s.parse().ok()).unwrap_or(0),
+        .filter(|n| gpio::is_chip_name(n))
+        .filter_map(|chip| {
+            let info = gpio::chip_info(&src.devfs.join(&chip)).ok()?;
+            Some(HardwareDevice::Gpio {
+                label: Some(cut(&info.label)).filter(|l| !l.is_empty()),
+                lines: info.lines,
                 chip: cut(&chip),
-            }
+            })
         })
         .collect()
 }
 
 /// Whether a GPIO character device exists (9.1: GPIO is usable only then, on Linux).
 pub fn gpio_present(src: &Source) -> bool {
-    cfg!(target_os = "linux") && names(&src.devfs).iter().any(|n| n.starts_with("gpiochip"))
+    cfg!(target_os = "linux") && names(&src.devfs).iter().any(|n| gpio::is_chip_name(n))
 }
 
 fn sort_key(d: &HardwareDevice) -> (u8, String, u32, u32) {
@@ -273,7 +344,7 @@ pub fn enumerate(src: &Source, kinds: Kinds) -> (Vec<HardwareDevice>, bool) {
         fixed.extend(serial_ports(src));
     }
     let mut usb = if kinds.usb {
-        usb_devices(src)
+        src.usb.list()
     } else {
         Vec::new()
     };

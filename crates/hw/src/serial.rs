@@ -129,21 +129,13 @@ impl SerialSession {
         framing: &Framing,
     ) -> Result<String, OpenError> {
         if !allow.allows(port) {
-            return Err(HwError::NotAllowed {
-                kind: "serial",
-                name: port.to_owned(),
-            }
-            .into());
+            return Err(HwError::not_allowed("serial", port).into());
         }
         let listed = crate::serial_ports(src).into_iter().any(|d| {
             matches!(d, shim_protocol::messages::hardware::HardwareDevice::Serial { port: p, .. } if p == port)
         });
         if !listed {
-            return Err(HwError::NotFound {
-                kind: "serial",
-                name: port.to_owned(),
-            }
-            .into());
+            return Err(HwError::not_found("serial", port).into());
         }
         if self.open_count() >= MAX_HANDLES {
             return Err(OpenError::TooMany);
@@ -289,12 +281,69 @@ fn open_device(port: &str, f: &Framing) -> Result<Device, HwError> {
         })
         .flow_control(flow)
         .timeout(WRITE_TIMEOUT);
-    // Exclusive by default: TIOCEXCL plus flock on Unix, the OS's own rule on Windows.
-    builder.open().map_err(|e| match e.kind() {
-        serialport::ErrorKind::NoDevice => HwError::Busy {
-            kind: "serial",
-            name: port.to_owned(),
-        },
+    let refused = |e: serialport::Error| match e.kind() {
+        serialport::ErrorKind::NoDevice => HwError::busy("serial", port),
         _ => HwError::Io(e.to_string()),
-    })
+    };
+    // Exclusive by default: TIOCEXCL plus flock on Unix, the OS's own rule on Windows.
+    #[cfg(unix)]
+    {
+        let tty = serialport::TTYPort::open(&builder).map_err(refused)?;
+        // On error `tty` is dropped here: the port is closed before the answer.
+        check_speed(&tty, f.baud_rate)?;
+        Ok(Box::new(tty))
+    }
+    #[cfg(not(unix))]
+    builder.open().map_err(refused)
+}
+
+/// The speed a Unix port really runs at: Linux drivers do not fail an unsupported rate,
+/// they keep the old one or round it (`tty_termios_encode_baud_rate`), and a port whose
+/// speed is locked (`TIOCSLCKTRMIOS`) keeps its speed bits; both show in the read-back.
+#[cfg(unix)]
+#[allow(unsafe_code)] // TTYPort offers only AsRawFd; rustix wants a BorrowedFd.
+fn check_speed(tty: &serialport::TTYPort, wanted: u32) -> Result<(), HwError> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor belongs to `tty`, which outlives this borrow.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(tty.as_raw_fd()) };
+    let t = rustix::termios::tcgetattr(fd).map_err(io_error)?;
+    let actual = effective_speed(&t);
+    if actual == Some(wanted) {
+        return Ok(());
+    }
+    Err(HwError::Io(match actual {
+        Some(a) => format!("the device does not take {wanted} baud (it stays at {a} baud)"),
+        None => format!("the device does not take {wanted} baud"),
+    }))
+}
+
+/// The output speed the kernel uses (`tty_termios_baud_rate`): the integer speed when the
+/// speed bits say "other" (`BOTHER`), else the speed the `B*` bits encode.
+#[cfg(unix)]
+fn effective_speed(t: &rustix::termios::Termios) -> Option<u32> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // CBAUD, BOTHER and CBAUDEX of <asm-generic/termbits.h>, and the kernel's
+        // baud_table (drivers/tty/tty_baudrate.c).
+        const CBAUD: u32 = 0o010017;
+        const BOTHER: u32 = 0o010000;
+        const CBAUDEX: u32 = 0o010000;
+        const TABLE: [u32; 31] = [
+            0, 50, 75, 110, 134, 150, 200, 300, 600, 1200, 1800, 2400, 4800, 9600, 19_200, 38_400,
+            57_600, 115_200, 230_400, 460_800, 500_000, 576_000, 921_600, 1_000_000, 1_152_000,
+            1_500_000, 2_000_000, 2_500_000, 3_000_000, 3_500_000, 4_000_000,
+        ];
+        let bits = t.control_modes.bits() & CBAUD;
+        if bits == BOTHER {
+            return Some(t.output_speed());
+        }
+        let index = if bits & CBAUDEX != 0 {
+            (bits & !CBAUDEX) + 15
+        } else {
+            bits
+        };
+        TABLE.get(index as usize).copied()
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    Some(t.output_speed())
 }

@@ -289,7 +289,10 @@ async fn local_model_and_hardware_state_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let dev = dir.path().join("dev");
     std::fs::create_dir_all(&dev).unwrap();
-    std::fs::write(dev.join("gpiochip0"), "").unwrap();
+    let double = serde_json::json!({
+        "double": shim_hw::gpio::DOUBLE_MAGIC, "label": "gpio-sim", "lines": 8,
+    });
+    std::fs::write(dev.join("gpiochip0"), double.to_string()).unwrap();
     let vars = [
         ("AUTOGPT_SHIM_ENABLE_LOCAL_LLM", "true"),
         ("AUTOGPT_SHIM_OLLAMA_URL", url.as_str()),
@@ -309,7 +312,7 @@ async fn local_model_and_hardware_state_are_reported() {
     assert_eq!(m, "OK");
     assert!(
         detail.contains("hardware_serial, hardware_usb, hardware_gpio")
-            && detail.contains("1 device(s)")
+            && detail.contains("0 serial, 0 USB (listed by sysfs tree), 1 GPIO chip(s)")
             && detail.contains("protocol none"),
         "{detail}"
     );

@@ -22,6 +22,8 @@ use shim_protocol::Capability;
 use shim_protocol::Message;
 use shim_protocol::messages::handshake::Empty;
 use shim_protocol::messages::hardware::FlowControl;
+use shim_protocol::messages::hardware::GpioLevel;
+use shim_protocol::messages::hardware::GpioRead;
 use shim_protocol::messages::hardware::HardwareDevice;
 use shim_protocol::messages::hardware::Parity;
 use shim_protocol::messages::hardware::SerialClose;
@@ -42,7 +44,7 @@ const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STA
 struct Pty {
     master: Option<TTYPort>,
     /// Kept open so the slave side never hangs up before the daemon opens it.
-    _slave: TTYPort,
+    slave: TTYPort,
     path: String,
 }
 
@@ -58,7 +60,7 @@ fn pty() -> Pty {
     );
     Pty {
         master: Some(master),
-        _slave: slave,
+        slave,
         path,
     }
 }
@@ -112,6 +114,12 @@ fn fixture(dir: &Path, ptys: &[&str]) -> (String, String) {
             ("manufacturer", "Arduino"),
             ("serial", "SECRET-SERIAL-NUMBER"),
             ("busnum", "1"),
+            // The descriptor attributes every real device has (nusb needs them too).
+            ("bcdDevice", "0001"),
+            ("version", " 2.00"),
+            ("bDeviceClass", "02"),
+            ("bDeviceSubClass", "00"),
+            ("bDeviceProtocol", "00"),
         ] {
             std::fs::write(usb.join(f), v).unwrap();
         }
@@ -477,5 +485,312 @@ async fn proposed_serial_round_trips_a_mebibyte_at_several_framings() {
     let log = std::fs::read_to_string(env.audit_log()).unwrap();
     assert!(!log.contains("SECRET-SERIAL") && !log.contains("QUJDREVG"));
     env.verify_audit();
+    env.assert_no_violations();
+}
+
+/// Locks the speed bits of a pty's termios (`TIOCSLCKTRMIOS`, root only): the kernel then
+/// keeps the port's speed whatever a later `TCSETS2` asks, as a UART driver keeps or
+/// rounds a rate it cannot do. A pty accepts every rate otherwise (checked: 0 to 2^32-1).
+#[allow(unsafe_code)] // the one ioctl std, rustix and serialport do not wrap
+fn lock_speed(tty: &TTYPort) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero termios is a valid value of this plain C struct.
+    let mut locked: libc::termios = unsafe { std::mem::zeroed() };
+    // CBAUD of <asm-generic/termbits.h>: every speed bit, BOTHER included.
+    locked.c_cflag = 0o010017;
+    // SAFETY: TIOCSLCKTRMIOS reads a struct termios (the kernel's, a prefix of glibc's)
+    // from the pointer, which is valid for the call; the descriptor is open.
+    let r = unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCSLCKTRMIOS, &locked) };
+    assert_eq!(r, 0, "TIOCSLCKTRMIOS: {}", std::io::Error::last_os_error());
+}
+
+#[tokio::test]
+async fn a_baud_rate_the_os_refuses_is_hardware_io_failed_and_the_port_is_closed() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: locking a pty's speed (TIOCSLCKTRMIOS) needs root");
+        return;
+    }
+    let p = pty();
+    lock_speed(&p.slave);
+    let dir = tempfile::tempdir().unwrap();
+    let (sys, dev) = fixture(dir.path(), &[&p.path]);
+    let env = Env::new(proposed_peer()).await;
+    let _child = daemon(&env, &sys, &dev, true, &format!(r#"["{dev}/ttyACM0"]"#));
+    let conn = env.next().await;
+    let port0 = port(&dev, 0);
+    let r = conn
+        .request(
+            open_msg(&port0, 250_000, 8, Parity::None, 1, FlowControl::None),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "HARDWARE_IO_FAILED");
+    let os_error = details(&r.frame.message)["os_error"].to_string();
+    assert!(
+        os_error.contains("250000") && os_error.contains("38400"),
+        "{os_error}"
+    );
+    // Nothing was left open: the same port opens at the speed it keeps (an exclusive
+    // open still held would be HARDWARE_DEVICE_BUSY).
+    let h = opened(
+        &conn,
+        open_msg(&port0, 38_400, 8, Parity::None, 1, FlowControl::None),
+    )
+    .await;
+    let records = env.audit_records();
+    let opens = with_op(&records, "SERIAL_OPEN");
+    assert_eq!(opens.len(), 2);
+    assert_eq!(opens[0]["details"]["baud_rate"], 250_000);
+    assert!(opens[0]["details"]["handle"].is_null());
+    assert_eq!(opens[0]["result"]["error_code"], "HARDWARE_IO_FAILED");
+    assert_eq!(opens[1]["details"]["handle"], h.as_str());
+    env.verify_audit();
+    env.assert_no_violations();
+}
+
+#[tokio::test]
+async fn a_serial_read_cancelled_by_a_dropped_connection_is_audited_and_the_port_freed() {
+    // The far end sends nothing, so the read waits its whole timeout on a blocking thread;
+    // the connection drops meanwhile. The read still happened: one record, `cancelled`.
+    let p = pty();
+    let dir = tempfile::tempdir().unwrap();
+    let (sys, dev) = fixture(dir.path(), &[&p.path]);
+    let env = Env::new(proposed_peer()).await;
+    let _child = daemon(&env, &sys, &dev, true, &format!(r#"["{dev}/ttyACM0"]"#));
+    let conn = Arc::new(env.next().await);
+    let h = opened(&conn, simple_open(&port(&dev, 0))).await;
+    let id = "5e0c1d2a-3b4c-4d5e-8f60-718293a4b5c6";
+    let c = conn.clone();
+    let read = read_msg(&h, 16, 1500);
+    let _pending = tokio::spawn(async move {
+        let _ = c.request_with_id(id, read, T).await;
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    conn.close(1011, "server error");
+    let again = env.next().await;
+    let ours = |r: &serde_json::Value| r["request_id"] == id;
+    crate::suite::harness::wait_until("the cancelled read is audited", || {
+        env.audit_records().iter().any(ours)
+    })
+    .await;
+    let records: Vec<serde_json::Value> = env.audit_records().into_iter().filter(ours).collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let d = &records[0]["details"];
+    assert_eq!(records[0]["op"], "SERIAL_READ", "{records:?}");
+    assert_eq!(d["cancelled"], true, "{records:?}");
+    assert_eq!(d["handle"], h.as_str());
+    assert_eq!(d["timed_out"], true);
+    assert_eq!(d["size_bytes_returned"], 0);
+    // The new HELLO forgot the handle and the read has ended: the port is free again.
+    let r = again.request(read_msg(&h, 1, 0), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "HARDWARE_HANDLE_STALE");
+    let _ = opened(&again, simple_open(&port(&dev, 0))).await;
+    env.verify_audit();
+    env.assert_no_violations();
+}
+
+/// A GPIO fixture: `gpiochip0` is a character-device double (this kernel cannot load
+/// `gpio-sim`: no configfs, no modules) with 8 lines, line 3 high, line 5 held by another
+/// consumer; `gpiochip1` is a character device that is no GPIO chip (`/dev/null`).
+fn gpio_fixture(dir: &Path) -> (String, String) {
+    let (sys, dev) = fixture(dir, &[]);
+    let double = serde_json::json!({
+        "double": shim_hw::gpio::DOUBLE_MAGIC, "label": "gpio-sim", "lines": 8,
+        "inputs": {"3": 1}, "held_by_others": {"5": "other-app"},
+    });
+    std::fs::write(Path::new(&dev).join("gpiochip0"), double.to_string()).unwrap();
+    symlink("/dev/null", Path::new(&dev).join("gpiochip1")).unwrap();
+    (sys, dev)
+}
+
+fn gpio_read(chip: &str, line: u32) -> Message {
+    Message::GpioRead(GpioRead {
+        chip: chip.to_owned(),
+        line,
+    })
+}
+
+fn gpio_write(chip: &str, line: u32, value: u8) -> Message {
+    Message::GpioWrite(GpioLevel {
+        chip: chip.to_owned(),
+        line,
+        value,
+    })
+}
+
+fn held(dev: &str) -> serde_json::Value {
+    let p = shim_hw::gpio::double::held_file(&Path::new(dev).join("gpiochip0"));
+    std::fs::read_to_string(p)
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or(serde_json::json!({}))
+}
+
+#[tokio::test]
+async fn gpio_double_lines_read_and_write_through_the_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sys, dev) = gpio_fixture(dir.path());
+    let env = Env::new(PeerConfig {
+        proposed_hardware: true,
+        ack: AckConfig {
+            grant: Some(vec![Capability::Files, Capability::HardwareGpio]),
+            ..AckConfig::default()
+        },
+        ..PeerConfig::default()
+    })
+    .await;
+    let mut c = env.legacy_command(SID, &[]);
+    c.env("AUTOGPT_SHIM_ENABLE_HARDWARE", "true")
+        .env("AUTOGPT_SHIM_HARDWARE_PROTOCOL", "proposed")
+        .env("AUTOGPT_SHIM_HARDWARE_SYSFS_ROOT", &sys)
+        .env("AUTOGPT_SHIM_HARDWARE_DEVFS_ROOT", &dev)
+        .env(
+            "AUTOGPT_SHIM_HARDWARE_GPIO_WRITABLE",
+            r#"["gpiochip0:1", "gpiochip0:5", "gpiochip0:9"]"#,
+        );
+    let _child = c.spawn().unwrap();
+    let conn = env.next().await;
+    // P1: the chip describes itself; the node that is no chip is dropped.
+    assert!(conn.hello.capabilities.contains(&Capability::HardwareGpio));
+    let gpio: Vec<&HardwareDevice> = conn
+        .hello
+        .hardware_devices
+        .iter()
+        .filter(|d| matches!(d, HardwareDevice::Gpio { .. }))
+        .collect();
+    assert_eq!(
+        gpio,
+        [&HardwareDevice::Gpio {
+            chip: "gpiochip0".into(),
+            label: Some("gpio-sim".into()),
+            lines: 8,
+        }]
+    );
+    // P2 lists only the granted type.
+    let r = conn
+        .request(Message::HardwareListRequest(Empty {}), T)
+        .await
+        .unwrap();
+    let Message::HardwareListResponse(list) = &r.frame.message else {
+        panic!("{:?}", r.frame.message)
+    };
+    assert_eq!(list.devices, [gpio[0].clone()]);
+
+    // Reads.
+    let r = conn.request(gpio_read("gpiochip0", 3), T).await.unwrap();
+    assert_eq!(
+        r.frame.message,
+        Message::GpioValue(GpioLevel {
+            chip: "gpiochip0".into(),
+            line: 3,
+            value: 1
+        })
+    );
+    let r = conn.request(gpio_read("gpiochip0", 5), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "HARDWARE_DEVICE_BUSY");
+    assert_eq!(
+        details(&r.frame.message),
+        serde_json::json!({"type": "gpio", "chip": "gpiochip0", "line": 5})
+    );
+    for (chip, line) in [("gpiochip0", 8), ("gpiochip1", 0), ("../gpiochip0", 0)] {
+        let r = conn.request(gpio_read(chip, line), T).await.unwrap();
+        assert_eq!(
+            error_code(&r.frame.message),
+            "HARDWARE_DEVICE_NOT_FOUND",
+            "{chip}"
+        );
+        assert_eq!(details(&r.frame.message)["chip"], chip);
+    }
+    // Writes: the allowlist first, then the chip, then the line's owner.
+    let r = conn
+        .request(gpio_write("gpiochip0", 2, 1), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "HARDWARE_NOT_ALLOWED");
+    assert_eq!(
+        details(&r.frame.message),
+        serde_json::json!({"type": "gpio", "chip": "gpiochip0", "line": 2})
+    );
+    let r = conn
+        .request(gpio_write("gpiochip0", 9, 1), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "HARDWARE_DEVICE_NOT_FOUND");
+    let r = conn
+        .request(gpio_write("gpiochip0", 5, 1), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "HARDWARE_DEVICE_BUSY");
+    let r = conn
+        .request(gpio_write("gpiochip0", 1, 1), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.message.message_type().as_str(), "ACK");
+    assert_eq!(
+        held(&dev),
+        serde_json::json!({"1": {"consumer": "autogpt-shim", "value": 1}})
+    );
+    let r = conn.request(gpio_read("gpiochip0", 1), T).await.unwrap();
+    assert!(matches!(
+        r.frame.message,
+        Message::GpioValue(GpioLevel { value: 1, .. })
+    ));
+    let r = conn
+        .request(gpio_write("gpiochip0", 1, 0), T)
+        .await
+        .unwrap();
+    assert_eq!(r.frame.message.message_type().as_str(), "ACK");
+    assert_eq!(held(&dev)["1"]["value"], 0);
+    // The line stays requested until the next HELLO, which releases it.
+    conn.close(1000, "");
+    let conn = env.next().await;
+    assert_eq!(held(&dev), serde_json::json!({}));
+    let r = conn.request(gpio_read("gpiochip0", 1), T).await.unwrap();
+    assert!(matches!(
+        r.frame.message,
+        Message::GpioValue(GpioLevel { value: 0, .. })
+    ));
+
+    // P8: one record per request, with the level (the only value the spec records).
+    let records = env.audit_records();
+    let reads = with_op(&records, "GPIO_READ");
+    assert_eq!(reads.len(), 7);
+    assert_eq!(
+        reads[0]["details"],
+        serde_json::json!({"chip": "gpiochip0", "line": 3, "value": 1})
+    );
+    assert!(reads[1]["details"]["value"].is_null());
+    assert_eq!(reads[1]["result"]["error_code"], "HARDWARE_DEVICE_BUSY");
+    let writes = with_op(&records, "GPIO_WRITE");
+    assert_eq!(writes.len(), 5);
+    assert_eq!(
+        writes[3]["details"],
+        serde_json::json!({"chip": "gpiochip0", "line": 1, "value": 1})
+    );
+    assert_eq!(writes[0]["result"]["error_code"], "HARDWARE_NOT_ALLOWED");
+    env.verify_audit();
+    env.assert_no_violations();
+}
+
+#[tokio::test]
+async fn gpio_double_write_without_the_grant_is_refused_and_drives_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sys, dev) = gpio_fixture(dir.path());
+    // Granted serial only: GPIO is CAPABILITY_NOT_GRANTED, nothing is driven.
+    let env = Env::new(proposed_peer()).await;
+    let mut c = env.legacy_command(SID, &[]);
+    c.env("AUTOGPT_SHIM_ENABLE_HARDWARE", "true")
+        .env("AUTOGPT_SHIM_HARDWARE_PROTOCOL", "proposed")
+        .env("AUTOGPT_SHIM_HARDWARE_SYSFS_ROOT", &sys)
+        .env("AUTOGPT_SHIM_HARDWARE_DEVFS_ROOT", &dev)
+        .env("AUTOGPT_SHIM_HARDWARE_GPIO_WRITABLE", r#"["gpiochip0:*"]"#);
+    let _child = c.spawn().unwrap();
+    let conn = env.next().await;
+    let r = conn
+        .request(gpio_write("gpiochip0", 1, 1), T)
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "CAPABILITY_NOT_GRANTED");
+    assert_eq!(held(&dev), serde_json::json!({}));
     env.assert_no_violations();
 }

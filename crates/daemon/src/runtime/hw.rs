@@ -12,8 +12,10 @@ use base64::Engine;
 use shim_audit::AuditResult;
 use shim_audit::Map;
 use shim_hw::Allowlist;
+use shim_hw::HwError;
 use shim_hw::Kinds;
 use shim_hw::Source;
+use shim_hw::gpio::GpioSession;
 use shim_hw::serial::Framing;
 use shim_hw::serial::OpenError;
 use shim_hw::serial::SerialSession;
@@ -25,6 +27,8 @@ use shim_protocol::MessageType;
 use shim_protocol::error::CapabilityNotGrantedDetails;
 use shim_protocol::messages::handshake::Ack;
 use shim_protocol::messages::handshake::Hello;
+use shim_protocol::messages::hardware::GpioLevel;
+use shim_protocol::messages::hardware::HardwareDevice;
 use shim_protocol::messages::hardware::HardwareListResponse;
 use shim_protocol::messages::hardware::SerialData;
 use shim_protocol::messages::hardware::SerialOpened;
@@ -32,6 +36,7 @@ use shim_protocol::messages::hardware::SerialOpened;
 use crate::config::Settings;
 use crate::runtime::auditor::AuditFailed;
 use crate::runtime::auditor::Auditor;
+use crate::runtime::blocking::Blocking;
 use crate::runtime::handshake::Negotiated;
 
 /// Largest decoded `SERIAL_WRITE` (P3: min(max_file_size_bytes, 1 MiB)).
@@ -43,23 +48,35 @@ pub(crate) struct HwMachine {
     proposed: bool,
     source: Source,
     allow: Allowlist,
+    gpio_writable: Allowlist,
     expiry: Duration,
 }
 
-/// Per-runtime hardware state: the serial handles, replaced (all closed) at every HELLO
-/// and dropped with the runtime.
+/// Per-runtime hardware state: the serial handles and the GPIO lines driven as outputs,
+/// replaced (all closed and released) at every HELLO and dropped with the runtime.
 #[derive(Debug, Default)]
 pub(crate) struct HwSession {
     serial: Mutex<Option<Arc<SerialSession>>>,
+    gpio: Mutex<Option<Arc<GpioSession>>>,
+}
+
+/// An invalid allowlist fails closed: nothing is allowed.
+fn allowlist(key: &str, entries: &[String]) -> Allowlist {
+    Allowlist::new(entries).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "{key} is invalid; it allows nothing");
+        Allowlist::empty()
+    })
 }
 
 impl HwMachine {
     /// From the settings.
     pub(crate) fn new(settings: &Settings) -> HwMachine {
         let h = &settings.hardware;
+        // The machine itself (USB through nusb), unless a tree stands in for /sys (then
+        // USB is read from that tree) or for /dev.
         let mut source = Source::default();
         if let Some(s) = &h.sysfs_root {
-            source.sysfs = s.clone();
+            source = Source::tree(s.clone(), source.devfs);
         }
         if let Some(d) = &h.devfs_root {
             source.devfs = d.clone();
@@ -68,11 +85,8 @@ impl HwMachine {
             enabled: settings.enable_hardware,
             proposed: h.proposed,
             source,
-            // An invalid pattern fails closed: nothing is allowed.
-            allow: Allowlist::new(&h.serial_allow).unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "hardware_serial_allow is invalid; no port may be opened");
-                Allowlist::empty()
-            }),
+            allow: allowlist("hardware_serial_allow", &h.serial_allow),
+            gpio_writable: allowlist("hardware_gpio_writable", &h.gpio_writable),
             expiry: settings.tuning.hardware_handle_expiry,
         }
     }
@@ -109,14 +123,18 @@ impl HwMachine {
                 gpio: true,
             },
         );
+        let count = |f: fn(&HardwareDevice) -> bool| devices.iter().filter(|d| f(d)).count();
         format!(
-            "advertised {}; {} device(s) present; protocol {}",
+            "advertised {}; present: {} serial, {} USB (listed by {}), {} GPIO chip(s); protocol {}",
             if caps.is_empty() {
                 "nothing".to_owned()
             } else {
                 caps.join(", ")
             },
-            devices.len(),
+            count(|d| matches!(d, HardwareDevice::Serial { .. })),
+            count(|d| matches!(d, HardwareDevice::Usb { .. })),
+            self.source.usb.name(),
+            count(|d| matches!(d, HardwareDevice::Gpio { .. })),
             if self.proposed {
                 "PROPOSED (served only if the platform grants hardware_*)"
             } else {
@@ -126,10 +144,14 @@ impl HwMachine {
     }
 }
 
-/// Fills the HELLO (1.2, 9.1, P1) and closes every serial handle of this runtime (P3).
+/// Fills the HELLO (1.2, 9.1, P1), closes every serial handle of this runtime (P3) and
+/// releases every GPIO line it drove (P5).
 pub(crate) fn advertise(m: &HwMachine, s: &HwSession, hello: &mut Hello) {
     if let Ok(mut cur) = s.serial.lock() {
         *cur = Some(Arc::new(SerialSession::new(m.expiry)));
+    }
+    if let Ok(mut cur) = s.gpio.lock() {
+        *cur = Some(Arc::new(GpioSession::default()));
     }
     let caps = m.capabilities();
     for c in &caps {
@@ -181,7 +203,7 @@ pub(crate) fn granted(n: &Negotiated, ty: MessageType) -> bool {
     ty.required_capability().is_some_and(|c| n.is_granted(&c))
 }
 
-fn err(e: &shim_hw::HwError) -> Message {
+fn err(e: &HwError) -> Message {
     Message::Error(ErrorPayload {
         code: e.code(),
         message: e.to_string(),
@@ -198,16 +220,29 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, shim_hw::HwError> + Send + 'static,
-) -> Result<T, shim_hw::HwError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .unwrap_or_else(|e| Err(shim_hw::HwError::Io(e.to_string())))
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// One operation's outcome: its audit details (P8) and the answer.
+struct Done {
+    details: Map,
+    reply: Message,
+}
+
+fn record(reply: &Message, started: Instant) -> AuditResult {
+    match reply {
+        Message::Error(e) => {
+            let mut r = AuditResult::failed(&e.code);
+            r.duration_ms = millis(started.elapsed());
+            r
+        }
+        _ => AuditResult::ok_after(started.elapsed()),
+    }
 }
 
 /// Serves one hardware request after the gate (P7: payload validation was done by the
-/// decoder; then the allowlist, then the operation). Exactly one audit record (P8).
+/// decoder; then the allowlist, then the operation). Exactly one audit record (P8), also
+/// when the connection drops while the device is in use: the operation runs on the
+/// blocking pool to its end and is then recorded with `cancelled: true`.
 pub(crate) async fn handle(
     m: &HwMachine,
     s: &HwSession,
@@ -237,169 +272,230 @@ pub(crate) async fn handle(
         )));
     }
     let started = Instant::now();
-    let serial = s.serial.lock().ok().and_then(|c| c.clone());
-    let serial = match serial {
-        Some(x) => x,
-        None => Arc::new(SerialSession::new(m.expiry)),
-    };
-    let (op, details, reply): (&str, Map, Message) = match msg.clone() {
+    let serial = s
+        .serial
+        .lock()
+        .ok()
+        .and_then(|c| c.clone())
+        .unwrap_or_else(|| Arc::new(SerialSession::new(m.expiry)));
+    let gpio = s
+        .gpio
+        .lock()
+        .ok()
+        .and_then(|c| c.clone())
+        .unwrap_or_default();
+    let source = m.source.clone();
+    let (op, work): (&'static str, Box<dyn FnOnce() -> Done + Send>) = match msg.clone() {
         Message::HardwareListRequest(_) => {
             let caps: Vec<Capability> = m
                 .capabilities()
                 .into_iter()
                 .filter(|c| n.is_granted(c))
                 .collect();
-            let (devices, truncated) = shim_hw::enumerate(&m.source, kinds(&caps));
-            let types: Vec<&str> = caps
+            let kinds = kinds(&caps);
+            let types: Vec<String> = caps
                 .iter()
-                .map(|c| c.as_str().trim_start_matches("hardware_"))
+                .map(|c| c.as_str().trim_start_matches("hardware_").to_owned())
                 .collect();
-            let d = Map::new()
-                .with("types", types)
-                .with("devices_returned", devices.len());
             (
                 "HARDWARE_LIST",
-                d,
-                Message::HardwareListResponse(HardwareListResponse { devices, truncated }),
+                Box::new(move || list(&source, kinds, types)),
             )
         }
         Message::SerialOpen(p) => {
-            let mut d = Map::new()
-                .with("port", p.port.as_str())
-                .with("baud_rate", p.baud_rate);
             let allow = m.allow.clone();
-            let source = m.source.clone();
-            let port = p.port.clone();
-            let framing = Framing {
-                baud_rate: p.baud_rate,
-                data_bits: p.data_bits,
-                parity: p.parity,
-                stop_bits: p.stop_bits,
-                flow_control: p.flow_control,
-            };
-            let ses = serial.clone();
-            let r = tokio::task::spawn_blocking(move || ses.open(&source, &allow, &port, &framing))
-                .await
-                .unwrap_or_else(|e| Err(OpenError::Hw(shim_hw::HwError::Io(e.to_string()))));
-            let reply = match r {
-                Ok(handle) => {
-                    d.insert("handle", handle.as_str());
-                    Message::SerialOpened(SerialOpened {
-                        handle,
-                        port: p.port,
-                    })
-                }
-                Err(OpenError::TooMany) => {
-                    d.insert("handle", Option::<String>::None);
-                    plain(
-                        ErrorCode::ShimOverloaded,
-                        "At most 4 serial handles may be open in a session.",
-                    )
-                }
-                Err(OpenError::Hw(e)) => {
-                    d.insert("handle", Option::<String>::None);
-                    err(&e)
-                }
-            };
-            ("SERIAL_OPEN", d, reply)
+            (
+                "SERIAL_OPEN",
+                Box::new(move || serial_open(&serial, &source, &allow, p)),
+            )
         }
         Message::SerialWrite(p) => {
-            let mut d = Map::new().with("handle", p.handle.as_str());
-            let reply = match base64::engine::general_purpose::STANDARD.decode(p.data.as_bytes()) {
-                Err(_) => {
-                    d.insert("size_bytes", 0u64);
-                    plain(ErrorCode::InternalError, "data is not valid base64.")
-                }
-                Ok(bytes) if bytes.len() as u64 > max_file_size.min(MAX_WRITE) => {
-                    d.insert("size_bytes", bytes.len());
-                    plain(
-                        ErrorCode::FileTooLarge,
-                        "The data is larger than a serial write may be.",
-                    )
-                }
-                Ok(bytes) => {
-                    d.insert("size_bytes", bytes.len());
-                    let (ses, h, drain) = (serial.clone(), p.handle.clone(), p.drain);
-                    match blocking(move || ses.write(&h, &bytes, drain)).await {
-                        Ok(()) => Message::Ack(Ack::OK),
-                        Err(e) => err(&e),
-                    }
-                }
-            };
-            ("SERIAL_WRITE", d, reply)
+            let limit = max_file_size.min(MAX_WRITE);
+            (
+                "SERIAL_WRITE",
+                Box::new(move || serial_write(&serial, p, limit)),
+            )
         }
-        Message::SerialRead(p) => {
-            let (ses, h) = (serial.clone(), p.handle.clone());
-            let max = p.max_bytes as usize;
-            let timeout = Duration::from_millis(u64::from(p.timeout_ms));
-            let r = blocking(move || ses.read(&h, max, timeout)).await;
-            let mut d = Map::new().with("handle", p.handle.as_str());
-            let reply = match r {
-                Ok((bytes, timed_out)) => {
-                    d.insert("size_bytes_returned", bytes.len());
-                    d.insert("timed_out", timed_out);
-                    Message::SerialData(SerialData {
-                        handle: p.handle,
-                        data: base64::engine::general_purpose::STANDARD.encode(&bytes),
-                        size_bytes: bytes.len() as u64,
-                        timed_out,
-                    })
-                }
-                Err(e) => {
-                    d.insert("size_bytes_returned", 0u64);
-                    d.insert("timed_out", false);
-                    err(&e)
-                }
-            };
-            ("SERIAL_READ", d, reply)
-        }
-        Message::SerialClose(p) => {
-            let d = Map::new().with("handle", p.handle.as_str());
-            let reply = match serial.close(&p.handle) {
-                Ok(()) => Message::Ack(Ack::OK),
-                Err(e) => err(&e),
-            };
-            ("SERIAL_CLOSE", d, reply)
-        }
-        Message::GpioRead(p) => (
-            "GPIO_READ",
-            Map::new()
-                .with("chip", p.chip.as_str())
-                .with("line", p.line)
-                .with("value", Option::<u32>::None),
-            gpio_unbuilt(),
-        ),
+        Message::SerialRead(p) => ("SERIAL_READ", Box::new(move || serial_read(&serial, p))),
+        Message::SerialClose(p) => ("SERIAL_CLOSE", Box::new(move || serial_close(&serial, p))),
+        Message::GpioRead(p) => ("GPIO_READ", Box::new(move || gpio_read(&gpio, &source, p))),
         Message::GpioWrite(p) => {
-            let d = Map::new()
-                .with("chip", p.chip.as_str())
-                .with("line", p.line)
-                .with("value", u32::from(p.value));
-            ("GPIO_WRITE", d, gpio_unbuilt())
+            let writable = m.gpio_writable.clone();
+            (
+                "GPIO_WRITE",
+                Box::new(move || gpio_write(&gpio, &source, &writable, p)),
+            )
         }
         _ => return Ok(plain(ErrorCode::InternalError, "not a hardware request")),
     };
-    let result = match &reply {
-        Message::Error(e) => {
-            let mut r = AuditResult::failed(&e.code);
-            r.duration_ms = millis(started.elapsed());
-            r
-        }
-        _ => AuditResult::ok_after(started.elapsed()),
+    let (cancel_audit, owned_id) = (audit.clone(), id.to_owned());
+    let job = Blocking::spawn(work, move |r| async move {
+        // The request is gone (its connection dropped) but the device was used: record it.
+        let (d, result) = match r {
+            Ok(done) => {
+                let result = record(&done.reply, started);
+                (done.details, result)
+            }
+            Err(_) => (Map::new(), AuditResult::failed(&ErrorCode::InternalError)),
+        };
+        let _ = cancel_audit
+            .op(op, Some(&owned_id), d.with("cancelled", true), result)
+            .await;
+    });
+    let done = match job.join().await {
+        Ok(d) => d,
+        Err(e) => Done {
+            details: Map::new(),
+            reply: plain(ErrorCode::InternalError, &e),
+        },
     };
-    audit.op(op, Some(id), details, result).await?;
-    Ok(reply)
+    let result = record(&done.reply, started);
+    audit.op(op, Some(id), done.details, result).await?;
+    Ok(done.reply)
 }
 
-/// GPIO line access is not built yet: refused, never faked.
-fn gpio_unbuilt() -> Message {
-    Message::Error(ErrorPayload {
-        code: ErrorCode::FeatureNotSupported,
-        message: "GPIO line access is not available in this build.".into(),
-        fatal: false,
-        details: Some(
-            [("feature".to_owned(), serde_json::Value::from("gpio"))]
-                .into_iter()
-                .collect(),
-        ),
-    })
+fn list(source: &Source, kinds: Kinds, types: Vec<String>) -> Done {
+    let (devices, truncated) = shim_hw::enumerate(source, kinds);
+    Done {
+        details: Map::new()
+            .with("types", types)
+            .with("devices_returned", devices.len()),
+        reply: Message::HardwareListResponse(HardwareListResponse { devices, truncated }),
+    }
+}
+
+fn serial_open(
+    ses: &SerialSession,
+    source: &Source,
+    allow: &Allowlist,
+    p: shim_protocol::messages::hardware::SerialOpen,
+) -> Done {
+    let mut details = Map::new()
+        .with("port", p.port.as_str())
+        .with("baud_rate", p.baud_rate);
+    let framing = Framing {
+        baud_rate: p.baud_rate,
+        data_bits: p.data_bits,
+        parity: p.parity,
+        stop_bits: p.stop_bits,
+        flow_control: p.flow_control,
+    };
+    let reply = match ses.open(source, allow, &p.port, &framing) {
+        Ok(handle) => {
+            details.insert("handle", handle.as_str());
+            Message::SerialOpened(SerialOpened {
+                handle,
+                port: p.port,
+            })
+        }
+        Err(OpenError::TooMany) => {
+            details.insert("handle", Option::<String>::None);
+            plain(
+                ErrorCode::ShimOverloaded,
+                "At most 4 serial handles may be open in a session.",
+            )
+        }
+        Err(OpenError::Hw(e)) => {
+            details.insert("handle", Option::<String>::None);
+            err(&e)
+        }
+    };
+    Done { details, reply }
+}
+
+fn serial_write(
+    ses: &SerialSession,
+    p: shim_protocol::messages::hardware::SerialWrite,
+    limit: u64,
+) -> Done {
+    let mut details = Map::new().with("handle", p.handle.as_str());
+    let reply = match B64.decode(p.data.as_bytes()) {
+        Err(_) => {
+            details.insert("size_bytes", 0u64);
+            plain(ErrorCode::InternalError, "data is not valid base64.")
+        }
+        Ok(bytes) if bytes.len() as u64 > limit => {
+            details.insert("size_bytes", bytes.len());
+            plain(
+                ErrorCode::FileTooLarge,
+                "The data is larger than a serial write may be.",
+            )
+        }
+        Ok(bytes) => {
+            details.insert("size_bytes", bytes.len());
+            match ses.write(&p.handle, &bytes, p.drain) {
+                Ok(()) => Message::Ack(Ack::OK),
+                Err(e) => err(&e),
+            }
+        }
+    };
+    Done { details, reply }
+}
+
+fn serial_read(ses: &SerialSession, p: shim_protocol::messages::hardware::SerialRead) -> Done {
+    let timeout = Duration::from_millis(u64::from(p.timeout_ms));
+    let mut details = Map::new().with("handle", p.handle.as_str());
+    let reply = match ses.read(&p.handle, p.max_bytes as usize, timeout) {
+        Ok((bytes, timed_out)) => {
+            details.insert("size_bytes_returned", bytes.len());
+            details.insert("timed_out", timed_out);
+            Message::SerialData(SerialData {
+                handle: p.handle,
+                data: B64.encode(&bytes),
+                size_bytes: bytes.len() as u64,
+                timed_out,
+            })
+        }
+        Err(e) => {
+            details.insert("size_bytes_returned", 0u64);
+            details.insert("timed_out", false);
+            err(&e)
+        }
+    };
+    Done { details, reply }
+}
+
+fn serial_close(ses: &SerialSession, p: shim_protocol::messages::hardware::SerialClose) -> Done {
+    Done {
+        details: Map::new().with("handle", p.handle.as_str()),
+        reply: match ses.close(&p.handle) {
+            Ok(()) => Message::Ack(Ack::OK),
+            Err(e) => err(&e),
+        },
+    }
+}
+
+fn gpio_read(
+    gpio: &GpioSession,
+    source: &Source,
+    p: shim_protocol::messages::hardware::GpioRead,
+) -> Done {
+    let r = gpio.read(source, &p.chip, p.line);
+    Done {
+        details: Map::new()
+            .with("chip", p.chip.as_str())
+            .with("line", p.line)
+            .with("value", r.as_ref().ok().map(|v| u32::from(*v))),
+        reply: match r {
+            Ok(value) => Message::GpioValue(GpioLevel {
+                chip: p.chip,
+                line: p.line,
+                value,
+            }),
+            Err(e) => err(&e),
+        },
+    }
+}
+
+fn gpio_write(gpio: &GpioSession, source: &Source, writable: &Allowlist, p: GpioLevel) -> Done {
+    Done {
+        details: Map::new()
+            .with("chip", p.chip.as_str())
+            .with("line", p.line)
+            .with("value", u32::from(p.value)),
+        reply: match gpio.write(source, writable, &p.chip, p.line, p.value) {
+            Ok(()) => Message::Ack(Ack::OK),
+            Err(e) => err(&e),
+        },
+    }
 }
