@@ -55,7 +55,7 @@ pub enum AuditError {
         /// The session the caller asked for.
         requested: String,
     },
-    /// The writer thread has stopped.
+    /// The writer stopped before the append ran (its runtime is shutting down).
     #[error("the audit writer has stopped")]
     Closed,
 }

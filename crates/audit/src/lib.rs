@@ -46,7 +46,7 @@
 //!         .result(AuditResult::ok_after(std::time::Duration::from_millis(3))),
 //! )?;
 //! assert_eq!(seq, 1);
-//! drop(log); // flushes, stops the writer thread and releases the lock
+//! drop(log); // closes the file and releases the lock
 //!
 //! let report = shim_audit::verify_file(&path, &key)?;
 //! assert!(report.is_clean());

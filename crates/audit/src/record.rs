@@ -181,7 +181,8 @@ pub(crate) struct Stamp<'a> {
 }
 
 /// An event with its `details` and `result` already serialised (both forms). Callers build
-/// it on their own thread, so the writer thread only assembles, MACs and writes.
+/// it on their own thread, before the writer's mutex is taken: under it, the writer only
+/// assembles, MACs and writes.
 pub(crate) struct Prepared {
     pub op: String,
     pub request_id: Option<String>,

@@ -1,23 +1,24 @@
-//! The writer (1.11-1.13, 1.19, 1.20) with group commit.
+//! The writer (1.11-1.13, 1.19, 1.20) with leader-based group commit.
 //!
-//! One [`AuditLog`] per process owns the file, the chain state and the lock. All appends go
-//! through a channel to a dedicated writer thread. The thread takes every append that is
-//! waiting, builds their records in arrival order (so order in the file equals `seq` order),
-//! writes them with one `write` and makes them durable with one `fsync`, then answers each
-//! caller. A caller's append therefore returns only once its own record is on disk, but
-//! concurrent appends share the cost of the fsync.
+//! One [`AuditLog`] per process owns the file, the chain state and the lock. An append runs on
+//! the caller's thread: under the writer's mutex it builds the record from the chain state and
+//! writes its line with one `write` (so order in the file equals `seq` order). It then waits
+//! until a sync that started after its write has finished; if none is running, the caller is
+//! the leader and runs `fdatasync` itself, for every record written so far, with the mutex
+//! released. Callers that write meanwhile wait on a condition variable and share the next
+//! sync. An append therefore returns only once its own record is on disk; concurrent appends
+//! share an fsync; and a lone append never waits for a batch to fill (there is no timer).
 
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::Condvar;
 use std::sync::Mutex;
+use std::sync::MutexGuard;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
-
-use tokio::sync::oneshot;
 
 use crate::error::AuditError;
 use crate::files;
@@ -35,8 +36,6 @@ use crate::value::Map;
 pub const ROTATE_BYTES: u64 = 64 * 1024 * 1024;
 /// Age rotation threshold of 1.13 (30 days, in seconds).
 pub const ROTATE_AGE_SECS: f64 = 2_592_000.0;
-/// At most this many records share one write and one fsync.
-const MAX_BATCH: usize = 4096;
 
 /// Why a file was rotated (the `reason` of `AUDIT_ROTATED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,9 +100,10 @@ impl WriterConfig {
 /// Counters of the writer since it was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriterStats {
-    /// Records written (including rotation heads).
+    /// Records made durable (including rotation heads).
     pub records: u64,
-    /// Writes made durable with one fsync each (group commits).
+    /// `fdatasync` calls made; each makes every record written before it durable (a group
+    /// commit).
     pub fsyncs: u64,
 }
 
@@ -120,24 +120,35 @@ struct Tail {
     last_hmac: Option<String>,
 }
 
-/// The single-threaded state owned by the writer thread.
+/// The file and its chain state; only touched under the writer's mutex.
 struct Core {
     cfg: WriterConfig,
     key: AuditKey,
     file: File,
+    /// A second handle on `file` for the sync leader, which syncs without the mutex.
+    sync_handle: Arc<File>,
     _lock: File,
     next_seq: u64,
     last_hmac: Option<String>,
+    /// Bytes of whole records in the current file.
     size: u64,
+    /// Bytes of the current file that are durable or covered by the sync in flight: a failed
+    /// write cuts the file back to this length.
+    covered_size: u64,
     first_ts: Option<f64>,
-    poisoned: bool,
     scratch: Vec<u8>,
-    buf: Vec<u8>,
-    shared: Arc<Shared>,
-    unsynced: u64,
-    /// Test seam: the next flush writes only this many bytes, then fails as a full disk would.
+    line: Vec<u8>,
+    /// Test seam: the next write writes only this many bytes, then fails as a full disk would.
     #[cfg(test)]
     short_write: Option<usize>,
+}
+
+/// Why a record did not reach the file.
+enum Fault {
+    /// The record cannot be encoded: nothing was written and the writer stays usable.
+    Record(AuditError),
+    /// The write failed or was short: part of the line may be in the file.
+    Io(std::io::Error),
 }
 
 fn open_err(path: &Path, e: &std::io::Error) -> AuditError {
@@ -232,12 +243,13 @@ fn first_ts(file: &mut File) -> Option<f64> {
 }
 
 impl Core {
-    fn open(cfg: WriterConfig, key: AuditKey, shared: Arc<Shared>) -> Result<Self, AuditError> {
+    fn open(cfg: WriterConfig, key: AuditKey) -> Result<Self, AuditError> {
         let (dir, _) = files::split(&cfg.path);
         files::create_private_dirs(&dir).map_err(|e| open_err(&dir, &e))?;
         let lock = take_lock(&cfg.path)?;
         let mut file =
             files::open_append_private(&cfg.path).map_err(|e| open_err(&cfg.path, &e))?;
+        let sync_handle = Arc::new(file.try_clone().map_err(|e| open_err(&cfg.path, &e))?);
         let tail = open_tail(&mut file, &key).map_err(|e| AuditError::Recovery {
             path: cfg.path.clone(),
             message: e.to_string(),
@@ -250,16 +262,15 @@ impl Core {
         let first = if size > 0 { first_ts(&mut file) } else { None };
         let mut core = Core {
             file,
+            sync_handle,
             _lock: lock,
             next_seq: 1,
             last_hmac: None,
             size,
+            covered_size: size,
             first_ts: first,
-            poisoned: false,
             scratch: Vec::with_capacity(4096),
-            buf: Vec::with_capacity(64 * 1024),
-            shared,
-            unsynced: 0,
+            line: Vec::with_capacity(4096),
             #[cfg(test)]
             short_write: None,
             cfg,
@@ -275,26 +286,39 @@ impl Core {
                     path = %core.cfg.path.display(),
                     "audit log tail cannot be continued; rotating it aside (recovery)"
                 );
-                let rotated = core.rotate(RotateReason::Recovery)?;
-                if rotated.is_none() {
-                    return Err(AuditError::Recovery {
-                        path: core.cfg.path.clone(),
-                        message: "could not rename the file aside".to_owned(),
-                    });
+                match core.rotate_file(RotateReason::Recovery) {
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        return Err(AuditError::Recovery {
+                            path: core.cfg.path.clone(),
+                            message: "could not rename the file aside".to_owned(),
+                        });
+                    }
+                    Err(Fault::Record(e)) => return Err(e),
+                    Err(Fault::Io(e)) => {
+                        core.cut_back();
+                        return Err(core.write_error(&e));
+                    }
                 }
-                core.flush()?;
+                core.sync();
+                core.covered_size = core.size;
             }
         }
-        core.shared.size.store(core.size, Ordering::Relaxed);
         Ok(core)
     }
 
+    fn write_error(&self, e: &std::io::Error) -> AuditError {
+        AuditError::Write {
+            path: self.cfg.path.clone(),
+            message: e.to_string(),
+        }
+    }
+
     fn rotation_due(&self, now: f64) -> Option<RotateReason> {
-        let size = self.size + self.buf.len() as u64;
-        if size >= self.cfg.rotate_bytes {
+        if self.size >= self.cfg.rotate_bytes {
             return Some(RotateReason::Size);
         }
-        if size > 0
+        if self.size > 0
             && let Some(first) = self.first_ts
             && now - first > self.cfg.rotate_age_secs
         {
@@ -303,23 +327,21 @@ impl Core {
         None
     }
 
-    fn fail(&mut self, e: &std::io::Error) -> AuditError {
-        self.poisoned = true;
-        self.buf.clear();
-        self.unsynced = 0;
-        self.undo_partial_write();
-        AuditError::Write {
-            path: self.cfg.path.clone(),
-            message: e.to_string(),
+    /// 1.11 step 4's fsync (as `fdatasync`). An error is logged but does not fail the write.
+    fn sync(&self) {
+        if let Err(e) = self.sync_handle.sync_data() {
+            tracing::warn!(error = %e, "fsync of the audit log failed");
         }
     }
 
-    /// Cuts the file back to the end of its last durable record (`self.size`) and makes that
-    /// durable, so that a failed or short write (a full disk) never leaves half a record
-    /// behind: the log the daemon leaves when it gives up verifies, and the next start
-    /// continues its chain instead of rotating it aside. Several records of one group commit
-    /// that fail together are all removed; none of them was answered.
-    fn undo_partial_write(&mut self) {
+    /// Cuts the file back to `covered_size` (the end of its last record that is durable or
+    /// being made durable) and makes that durable, so that a failed or short write (a full
+    /// disk) never leaves half a record behind: the log the daemon leaves when it gives up
+    /// verifies, and the next start continues its chain instead of rotating it aside. Every
+    /// record written after that point goes, whole or not; none of them was answered.
+    fn cut_back(&mut self) {
+        let keep = self.covered_size;
+        self.size = keep;
         let len = match self.file.metadata() {
             Ok(m) => m.len(),
             Err(e) => {
@@ -327,10 +349,10 @@ impl Core {
                 return;
             }
         };
-        if len <= self.size {
+        if len <= keep {
             return;
         }
-        if let Err(e) = self.file.set_len(self.size) {
+        if let Err(e) = self.file.set_len(keep) {
             tracing::error!(error = %e, "cannot cut a partly written audit record off the log");
             return;
         }
@@ -339,46 +361,23 @@ impl Core {
         }
     }
 
-    /// Writes the whole buffer (the test seam may cut it short).
-    fn write_buf(&mut self) -> std::io::Result<()> {
+    /// Writes `self.line` with a single write (the test seam may cut it short).
+    fn write_line(&mut self) -> std::io::Result<()> {
         #[cfg(test)]
         if let Some(n) = self.short_write.take() {
-            let n = n.min(self.buf.len());
-            self.file.write_all(&self.buf[..n])?;
+            let n = n.min(self.line.len());
+            self.file.write_all(&self.line[..n])?;
             return Err(std::io::Error::new(
                 std::io::ErrorKind::StorageFull,
                 "injected short write",
             ));
         }
-        self.file.write_all(&self.buf)?;
-        self.file.flush()
+        self.file.write_all(&self.line)
     }
 
-    /// Writes the buffered lines with one write and makes them durable.
-    fn flush(&mut self) -> Result<(), AuditError> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        if let Err(e) = self.write_buf() {
-            return Err(self.fail(&e));
-        }
-        // 1.11 step 4: an fsync error is logged but does not fail the write.
-        if let Err(e) = self.file.sync_data() {
-            tracing::warn!(error = %e, "fsync of the audit log failed");
-        }
-        self.size += self.buf.len() as u64;
-        self.buf.clear();
-        self.shared.size.store(self.size, Ordering::Relaxed);
-        self.shared
-            .records
-            .fetch_add(self.unsynced, Ordering::Relaxed);
-        self.shared.fsyncs.fetch_add(1, Ordering::Relaxed);
-        self.unsynced = 0;
-        Ok(())
-    }
-
-    /// Encodes one record into the buffer and advances the chain state.
-    fn push(&mut self, ev: &Prepared, session: &str) -> Result<u64, AuditError> {
+    /// 1.11 steps 2-5 for one record, except the fsync: builds it from the chain state,
+    /// writes the whole line, and only then advances the state.
+    fn append_record(&mut self, ev: &Prepared, session: &str) -> Result<u64, Fault> {
         let ts = files::now_ts();
         let seq = self.next_seq;
         let stamp = Stamp {
@@ -389,20 +388,23 @@ impl Core {
             seq,
             prev_hmac: self.last_hmac.as_deref(),
         };
-        let hmac = encode_record(ev, &stamp, &self.key, &mut self.scratch, &mut self.buf)?;
+        self.line.clear();
+        let hmac = encode_record(ev, &stamp, &self.key, &mut self.scratch, &mut self.line)
+            .map_err(|e| Fault::Record(e.into()))?;
+        self.write_line().map_err(Fault::Io)?;
         if seq == 1 {
             self.first_ts = Some(ts);
         }
         self.next_seq += 1;
-        self.unsynced += 1;
         self.last_hmac = Some(hmac);
+        self.size += self.line.len() as u64;
         Ok(seq)
     }
 
-    /// Renames the current file aside, opens a fresh one and buffers its `AUDIT_ROTATED` head.
+    /// Renames the current file aside, opens a fresh one and writes its `AUDIT_ROTATED` head
+    /// (not yet synced). Every record of the current file must be durable already.
     /// `Ok(None)`: the rename failed; the writer keeps the current file and chain (1.13 step 2).
-    fn rotate(&mut self, reason: RotateReason) -> Result<Option<PathBuf>, AuditError> {
-        self.flush()?;
+    fn rotate_file(&mut self, reason: RotateReason) -> Result<Option<PathBuf>, Fault> {
         let path = self.cfg.path.clone();
         let prev = files::read_last_line(&mut self.file)
             .ok()
@@ -415,126 +417,212 @@ impl Core {
         }
         let (dir, _) = files::split(&path);
         files::sync_dir(&dir);
-        self.file = match files::open_append_private(&path) {
-            Ok(f) => f,
-            Err(e) => return Err(self.fail(&e)),
-        };
+        let file = files::open_append_private(&path).map_err(Fault::Io)?;
+        let sync_handle = Arc::new(file.try_clone().map_err(Fault::Io)?);
+        self.file = file;
+        self.sync_handle = sync_handle;
         self.next_seq = 1;
         self.last_hmac = None;
         self.size = 0;
+        self.covered_size = 0;
         self.first_ts = None;
         let details = Map::new()
             .with("reason", reason.as_str())
             .with("previous_file", files::file_name(&target))
             .with("previous_last_seq", prev.as_ref().map(|p| p.0))
             .with("previous_last_hmac", prev.map(|p| p.1));
-        let head = Prepared::new(&AuditEvent::new(OP_AUDIT_ROTATED).details(details))?;
-        self.push(&head, NO_ID)?;
+        let head = Prepared::new(&AuditEvent::new(OP_AUDIT_ROTATED).details(details))
+            .map_err(|e| Fault::Record(e.into()))?;
+        self.append_record(&head, NO_ID)?;
         Ok(Some(target))
     }
-
-    /// Appends a batch; one write and one fsync unless a rotation falls inside it.
-    fn append_batch(&mut self, batch: &[(Prepared, String)]) -> Vec<Result<u64, AuditError>> {
-        if self.poisoned {
-            return batch.iter().map(|_| Err(AuditError::Poisoned)).collect();
-        }
-        let mut out = Vec::with_capacity(batch.len());
-        for (ev, session) in batch {
-            if let Some(reason) = self.rotation_due(files::now_ts())
-                && let Err(e) = self.rotate(reason)
-            {
-                return batch.iter().map(|_| Err(e.clone())).collect();
-            }
-            match self.push(ev, session) {
-                Ok(seq) => out.push(Ok(seq)),
-                Err(e) => out.push(Err(e)),
-            }
-        }
-        match self.flush() {
-            Ok(()) => out,
-            Err(e) => batch.iter().map(|_| Err(e.clone())).collect(),
-        }
-    }
 }
 
-/// A request to the writer thread.
-enum Cmd {
-    Append(
-        Box<Prepared>,
-        String,
-        oneshot::Sender<Result<u64, AuditError>>,
-    ),
-    Rotate(
-        RotateReason,
-        oneshot::Sender<Result<Option<PathBuf>, AuditError>>,
-    ),
-    Stop,
-}
-
-fn run_thread(mut core: Core, rx: mpsc::Receiver<Cmd>) {
-    let mut batch: Vec<(Prepared, String)> = Vec::new();
-    let mut replies: Vec<oneshot::Sender<Result<u64, AuditError>>> = Vec::new();
-    let mut pending: Option<Cmd> = None;
-    loop {
-        let first = match pending.take() {
-            Some(c) => c,
-            None => match rx.recv() {
-                Ok(c) => c,
-                Err(_) => return,
-            },
-        };
-        match first {
-            Cmd::Stop => return,
-            Cmd::Rotate(reason, reply) => {
-                let r = if core.poisoned {
-                    Err(AuditError::Poisoned)
-                } else {
-                    core.rotate(reason).and_then(|t| core.flush().map(|()| t))
-                };
-                let _ = reply.send(r);
-            }
-            Cmd::Append(ev, session, reply) => {
-                batch.push((*ev, session));
-                replies.push(reply);
-                while batch.len() < MAX_BATCH {
-                    match rx.try_recv() {
-                        Ok(Cmd::Append(ev, session, reply)) => {
-                            batch.push((*ev, session));
-                            replies.push(reply);
-                        }
-                        Ok(other) => {
-                            pending = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                let results = core.append_batch(&batch);
-                for (reply, r) in replies.drain(..).zip(results) {
-                    let _ = reply.send(r);
-                }
-                batch.clear();
-            }
-        }
-    }
+/// The writer's state under its mutex. Every record written gets a ticket, its position in
+/// the file's write order since the writer opened (rotation heads included).
+struct State {
+    core: Core,
+    /// Tickets handed out: records written whole (not necessarily durable).
+    appended: u64,
+    /// Every ticket up to here is durable.
+    durable: u64,
+    /// Every ticket up to here is durable or covered by the sync in flight. When a write
+    /// fails, every later ticket fails with it.
+    covered: u64,
+    /// A sync leader is running `fdatasync` (without holding the mutex).
+    syncing: bool,
+    /// The error of the write that failed; the writer is then terminal.
+    failed: Option<AuditError>,
+    /// Test seam: runs in the sync leader just before its `fdatasync`.
+    #[cfg(test)]
+    before_sync: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 struct Inner {
-    tx: mpsc::Sender<Cmd>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    shared: Arc<Shared>,
+    state: Mutex<State>,
+    /// Signalled when a sync ends and when a write fails.
+    synced: Condvar,
+    shared: Shared,
     default_session: Mutex<String>,
     path: PathBuf,
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
-        let _ = self.tx.send(Cmd::Stop);
-        if let Ok(mut t) = self.thread.lock()
-            && let Some(h) = t.take()
-        {
-            let _ = h.join();
+impl Inner {
+    fn lock(&self) -> Result<MutexGuard<'_, State>, AuditError> {
+        // Poisoned only by a panic while it was held: fail closed.
+        self.state.lock().map_err(|_| AuditError::Poisoned)
+    }
+
+    fn wait<'a>(&self, st: MutexGuard<'a, State>) -> Result<MutexGuard<'a, State>, AuditError> {
+        self.synced.wait(st).map_err(|_| AuditError::Poisoned)
+    }
+
+    /// Appends one record on the calling thread and returns once it is durable.
+    ///
+    /// Group commit without a timer: the record is written under the mutex, then the caller
+    /// waits for a sync that started after its write. If no sync is running it becomes the
+    /// leader: it `fdatasync`s for every record written so far, with the mutex released, so
+    /// later callers write meanwhile and then share the next sync. A lone caller never waits
+    /// for others.
+    fn append(&self, ev: &Prepared, session: &str) -> Result<u64, AuditError> {
+        let mut st = self.lock()?;
+        loop {
+            if st.failed.is_some() {
+                return Err(AuditError::Poisoned);
+            }
+            let Some(reason) = st.core.rotation_due(files::now_ts()) else {
+                break;
+            };
+            // Rotation needs every record of the current file durable: wait out the sync
+            // in flight, then sync the rest here (rare: once per 64 MiB or 30 days).
+            if st.syncing {
+                st = self.wait(st)?;
+                continue;
+            }
+            self.sync_inline(&mut st);
+            self.rotate(&mut st, reason)?;
+            break;
         }
+        let seq = match st.core.append_record(ev, session) {
+            Ok(seq) => seq,
+            Err(Fault::Record(e)) => return Err(e),
+            Err(Fault::Io(e)) => return Err(self.fail(&mut st, &e)),
+        };
+        st.appended += 1;
+        let ticket = st.appended;
+        self.shared.size.store(st.core.size, Ordering::Relaxed);
+        self.wait_durable(st, ticket)?;
+        Ok(seq)
+    }
+
+    /// Waits until record `ticket` is durable, leading a sync when none is running.
+    fn wait_durable<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        ticket: u64,
+    ) -> Result<(), AuditError> {
+        loop {
+            if ticket <= st.durable {
+                return Ok(());
+            }
+            if ticket > st.covered
+                && let Some(e) = &st.failed
+            {
+                return Err(e.clone());
+            }
+            if st.syncing {
+                st = self.wait(st)?;
+                continue;
+            }
+            // Lead: sync everything written so far. (After a failure no sync starts: every
+            // ticket above `covered` has failed, and those below are synced or in flight.)
+            st.syncing = true;
+            let target = st.appended;
+            st.covered = target;
+            st.core.covered_size = st.core.size;
+            let file = st.core.sync_handle.clone();
+            #[cfg(test)]
+            let hook = st.before_sync.clone();
+            drop(st);
+            #[cfg(test)]
+            if let Some(hook) = hook {
+                hook();
+            }
+            if let Err(e) = file.sync_data() {
+                // 1.11 step 4: logged, does not fail the write.
+                tracing::warn!(error = %e, "fsync of the audit log failed");
+            }
+            st = self.lock()?;
+            st.syncing = false;
+            self.made_durable(&mut st, target);
+            self.synced.notify_all();
+        }
+    }
+
+    fn made_durable(&self, st: &mut State, target: u64) {
+        if target > st.durable {
+            self.shared
+                .records
+                .fetch_add(target - st.durable, Ordering::Relaxed);
+            st.durable = target;
+        }
+        self.shared.fsyncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Syncs every record written so far while holding the mutex (no sync may be in flight).
+    fn sync_inline(&self, st: &mut State) {
+        if st.durable == st.appended {
+            return;
+        }
+        st.core.sync();
+        let target = st.appended;
+        st.covered = target;
+        st.core.covered_size = st.core.size;
+        self.made_durable(st, target);
+        self.synced.notify_all();
+    }
+
+    /// Rotates (every record so far durable) and writes the new file's head.
+    fn rotate(&self, st: &mut State, reason: RotateReason) -> Result<Option<PathBuf>, AuditError> {
+        let r = st.core.rotate_file(reason);
+        self.shared.size.store(st.core.size, Ordering::Relaxed);
+        match r {
+            Ok(Some(target)) => {
+                st.appended += 1;
+                Ok(Some(target))
+            }
+            Ok(None) => Ok(None),
+            Err(Fault::Record(e)) => Err(e),
+            Err(Fault::Io(e)) => Err(self.fail(st, &e)),
+        }
+    }
+
+    /// A write failed: undo it (and every record after the last covered one), wake every
+    /// waiter, and stay terminal.
+    fn fail(&self, st: &mut State, e: &std::io::Error) -> AuditError {
+        let err = st.core.write_error(e);
+        st.core.cut_back();
+        st.failed = Some(err.clone());
+        self.shared.size.store(st.core.size, Ordering::Relaxed);
+        self.synced.notify_all();
+        err
+    }
+
+    fn rotate_now(&self, reason: RotateReason) -> Result<Option<PathBuf>, AuditError> {
+        let mut st = self.lock()?;
+        loop {
+            if st.failed.is_some() {
+                return Err(AuditError::Poisoned);
+            }
+            if !st.syncing {
+                break;
+            }
+            st = self.wait(st)?;
+        }
+        self.sync_inline(&mut st);
+        let target = self.rotate(&mut st, reason)?;
+        self.sync_inline(&mut st);
+        Ok(target)
     }
 }
 
@@ -558,21 +646,26 @@ impl std::fmt::Debug for AuditLog {
 impl AuditLog {
     /// Opens the writer fail-closed: creates the directory (0700) and file (0600), takes the
     /// lock of 1.20 without waiting, checks the tail (1.12) and rotates it aside with reason
-    /// `recovery` when it cannot be continued. Starts the writer thread.
+    /// `recovery` when it cannot be continued.
     pub fn open(cfg: WriterConfig, key: AuditKey) -> Result<Self, AuditError> {
-        let shared = Arc::new(Shared::default());
         let path = cfg.path.clone();
         let default_session = cfg.default_session.clone();
-        let core = Core::open(cfg, key, shared.clone())?;
-        let (tx, rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("audit-writer".to_owned())
-            .spawn(move || run_thread(core, rx))
-            .map_err(|e| open_err(&path, &e))?;
+        let core = Core::open(cfg, key)?;
+        let shared = Shared::default();
+        shared.size.store(core.size, Ordering::Relaxed);
         Ok(Self {
             inner: Arc::new(Inner {
-                tx,
-                thread: Mutex::new(Some(thread)),
+                state: Mutex::new(State {
+                    core,
+                    appended: 0,
+                    durable: 0,
+                    covered: 0,
+                    syncing: false,
+                    failed: None,
+                    #[cfg(test)]
+                    before_sync: None,
+                }),
+                synced: Condvar::new(),
                 shared,
                 default_session: Mutex::new(default_session),
                 path,
@@ -590,7 +683,8 @@ impl AuditLog {
         self.inner.shared.size.load(Ordering::Relaxed)
     }
 
-    /// Records written and fsyncs made so far; `records / fsyncs` is the mean group-commit size.
+    /// Records made durable and fsyncs made so far; `records / fsyncs` is the mean
+    /// group-commit size.
     pub fn stats(&self) -> WriterStats {
         WriterStats {
             records: self.inner.shared.records.load(Ordering::Relaxed),
@@ -605,12 +699,10 @@ impl AuditLog {
         }
     }
 
-    fn submit(
-        &self,
-        mut ev: AuditEvent,
-    ) -> Result<oneshot::Receiver<Result<u64, AuditError>>, AuditError> {
-        // Serialise details and result here, on the caller's thread.
-        let prepared = Box::new(Prepared::new(&ev)?);
+    /// Serialises `details` and `result` (on the caller's thread, outside the mutex) and
+    /// picks the session.
+    fn prepare(&self, mut ev: AuditEvent) -> Result<(Prepared, String), AuditError> {
+        let prepared = Prepared::new(&ev)?;
         let session = match ev.session_id.take() {
             Some(s) => s,
             None => self
@@ -620,37 +712,40 @@ impl AuditLog {
                 .map(|s| s.clone())
                 .unwrap_or_else(|_| NO_ID.to_owned()),
         };
-        let (tx, rx) = oneshot::channel();
-        self.inner
-            .tx
-            .send(Cmd::Append(prepared, session, tx))
-            .map_err(|_| AuditError::Closed)?;
-        Ok(rx)
+        Ok((prepared, session))
     }
 
     /// Appends one record and resolves once it is durable on disk, with its `seq`.
-    /// Concurrent appends share one write and one fsync.
+    /// Concurrent appends share one fsync.
+    ///
+    /// The write and the wait for the fsync block, so inside a Tokio runtime they run on its
+    /// blocking pool (one hand-off); code that is on a blocking thread already should call
+    /// [`AuditLog::append_blocking`] instead and save that hand-off. Dropping the future does
+    /// not withdraw the record.
     pub async fn append(&self, ev: AuditEvent) -> Result<u64, AuditError> {
-        let rx = self.submit(ev)?;
-        rx.await.map_err(|_| AuditError::Closed)?
+        let (prepared, session) = self.prepare(ev)?;
+        let inner = self.inner.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => rt
+                .spawn_blocking(move || inner.append(&prepared, &session))
+                .await
+                .map_err(|_| AuditError::Closed)?,
+            Err(_) => inner.append(&prepared, &session),
+        }
     }
 
-    /// Blocking form of [`AuditLog::append`], for threads that are not inside an async
-    /// runtime (calling it from async code panics; use `append().await` there).
+    /// Blocking form of [`AuditLog::append`]: writes the record on the calling thread and
+    /// returns once it is durable (the caller may lead the shared fsync). For threads outside
+    /// an async runtime or on its blocking pool; never call it on an async worker thread.
     pub fn append_blocking(&self, ev: AuditEvent) -> Result<u64, AuditError> {
-        let rx = self.submit(ev)?;
-        rx.blocking_recv().map_err(|_| AuditError::Closed)?
+        let (prepared, session) = self.prepare(ev)?;
+        self.inner.append(&prepared, &session)
     }
 
     /// Rotates now (normally reason `explicit`), writing the `AUDIT_ROTATED` head. Returns the
     /// rotated file, or `None` when the rename failed and the writer kept the current file.
     pub fn rotate_blocking(&self, reason: RotateReason) -> Result<Option<PathBuf>, AuditError> {
-        let (tx, rx) = oneshot::channel();
-        self.inner
-            .tx
-            .send(Cmd::Rotate(reason, tx))
-            .map_err(|_| AuditError::Closed)?;
-        rx.blocking_recv().map_err(|_| AuditError::Closed)?
+        self.inner.rotate_now(reason)
     }
 
     /// A view that writes every record with `session_id` (1.6).

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::Mutex;
 
+use shim_audit::AuditError;
 use shim_audit::AuditEvent;
 use shim_audit::AuditLog;
 use shim_audit::AuditResult;
@@ -59,25 +60,42 @@ impl Auditor {
         self.reason.lock().ok().and_then(|r| r.clone())
     }
 
+    fn tag(&self, ev: AuditEvent) -> AuditEvent {
+        match &self.session {
+            Some(s) => ev.session(s.clone()),
+            None => ev,
+        }
+    }
+
+    /// What every failed append does: remember why, and stop the daemon.
+    fn outcome(&self, r: Result<u64, AuditError>) -> Result<(), AuditFailed> {
+        let e = match r {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let text = e.to_string();
+        tracing::error!(error = %text, "audit append failed; stopping the daemon");
+        if let Ok(mut r) = self.reason.lock()
+            && r.is_none()
+        {
+            *r = Some(text.clone());
+        }
+        self.failed.cancel();
+        Err(AuditFailed(text))
+    }
+
     /// Appends `ev` (tagged with this view's session) and waits until it is durable.
-    pub(crate) async fn write(&self, mut ev: AuditEvent) -> Result<(), AuditFailed> {
-        if let Some(s) = &self.session {
-            ev = ev.session(s.clone());
-        }
-        match self.log.append(ev).await {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let text = e.to_string();
-                tracing::error!(error = %text, "audit append failed; stopping the daemon");
-                if let Ok(mut r) = self.reason.lock()
-                    && r.is_none()
-                {
-                    *r = Some(text.clone());
-                }
-                self.failed.cancel();
-                Err(AuditFailed(text))
-            }
-        }
+    pub(crate) async fn write(&self, ev: AuditEvent) -> Result<(), AuditFailed> {
+        let r = self.log.append(self.tag(ev)).await;
+        self.outcome(r)
+    }
+
+    /// [`Auditor::write`] on the calling thread, which blocks until the record is durable
+    /// (and may lead the shared fsync). Only for blocking-pool threads, where it saves the
+    /// hand-off of the async form.
+    pub(crate) fn write_blocking(&self, ev: AuditEvent) -> Result<(), AuditFailed> {
+        let r = self.log.append_blocking(self.tag(ev));
+        self.outcome(r)
     }
 
     /// Appends `op` with `details` and `result` for request `request_id`.
@@ -88,11 +106,18 @@ impl Auditor {
         details: Map,
         result: AuditResult,
     ) -> Result<(), AuditFailed> {
-        let mut ev = AuditEvent::new(op).details(details).result(result);
-        if let Some(id) = request_id {
-            ev = ev.request_id(id);
-        }
-        self.write(ev).await
+        self.write(event(op, request_id, details, result)).await
+    }
+
+    /// [`Auditor::op`] on a blocking-pool thread; see [`Auditor::write_blocking`].
+    pub(crate) fn op_blocking(
+        &self,
+        op: &str,
+        request_id: Option<&str>,
+        details: Map,
+        result: AuditResult,
+    ) -> Result<(), AuditFailed> {
+        self.write_blocking(event(op, request_id, details, result))
     }
 
     /// Appends a failed `op` with `code` and empty details ([H-4] pre-handler refusals).
@@ -104,5 +129,13 @@ impl Auditor {
     ) -> Result<(), AuditFailed> {
         self.op(op, Some(request_id), Map::new(), AuditResult::failed(code))
             .await
+    }
+}
+
+fn event(op: &str, request_id: Option<&str>, details: Map, result: AuditResult) -> AuditEvent {
+    let ev = AuditEvent::new(op).details(details).result(result);
+    match request_id {
+        Some(id) => ev.request_id(id),
+        None => ev,
     }
 }

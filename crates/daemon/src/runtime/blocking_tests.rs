@@ -56,3 +56,33 @@ async fn an_abandoned_result_goes_to_on_cancel_once_the_work_ends() {
     }
     assert_eq!(*seen.lock().unwrap(), vec![9]);
 }
+
+#[tokio::test]
+async fn watched_work_learns_that_its_request_has_gone() {
+    let (release, gate) = std::sync::mpsc::channel::<()>();
+    let (saw_tx, saw) = std::sync::mpsc::channel::<(bool, bool)>();
+    let job = Blocking::spawn_watched(
+        move |waiter: &Waiter| {
+            let before = waiter.gone();
+            let _ = gate.recv();
+            let _ = saw_tx.send((before, waiter.gone()));
+            1u32
+        },
+        |_| std::future::ready(()),
+    );
+    let waiter = tokio::spawn(job.join());
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    waiter.abort();
+    assert!(waiter.await.unwrap_err().is_cancelled());
+    release.send(()).unwrap();
+    let seen = tokio::task::spawn_blocking(move || saw.recv().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(seen, (false, true));
+}
+
+#[tokio::test]
+async fn watched_work_that_is_joined_never_sees_its_request_gone() {
+    let job = Blocking::spawn_watched(|waiter: &Waiter| waiter.gone(), |_| std::future::ready(()));
+    assert_eq!(job.join().await, Ok(false));
+}

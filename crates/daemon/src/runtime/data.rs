@@ -146,6 +146,18 @@ fn jail_record(
     }
 }
 
+/// The record of an operation that failed with `e` before it could say what it did: `op`
+/// (or `JAIL_VIOLATION`) naming only the requested path.
+fn failed_record(
+    op: &'static str,
+    started: Instant,
+    e: &JailError,
+    path: String,
+) -> (&'static str, Map, AuditResult) {
+    let named = Map::new().with("path", path.as_str());
+    jail_record(op, started, Some(e), || path, || named)
+}
+
 fn internal(e: impl std::fmt::Display) -> JailError {
     JailError::Internal(format!("file operation failed: {e}"))
 }
@@ -158,45 +170,68 @@ fn wire_encoding(e: JailEncoding) -> ContentEncoding {
 }
 
 impl DataPlane {
-    /// Runs one jail operation off the async runtime, audits it (AUDIT_AUTH_CLI.md 1.7) and
-    /// only then builds the response.
+    /// Runs one jail operation and writes its audit record (AUDIT_AUTH_CLI.md 1.7) on one
+    /// blocking-pool thread, then builds the response: the request crosses one hand-off, and
+    /// the record is durable before the response exists.
     ///
     /// `details(Some(&out))` gives the record of a success, `details(None)` that of a failure;
-    /// a jail violation is recorded as `JAIL_VIOLATION` instead of `op` (1.8).
+    /// a jail violation is recorded as `JAIL_VIOLATION` instead of `op` (1.8). If the request
+    /// is cancelled while the operation runs, the operation still happens and its record is
+    /// marked `cancelled`.
     async fn run_jail_op<T: Send + 'static>(
         &self,
         op: &'static str,
         id: &str,
         target: Target<'_>,
         run: impl FnOnce(&JailRoot) -> Result<T, JailError> + Send + 'static,
-        details: impl FnOnce(Option<&T>) -> Map,
+        details: impl FnOnce(Option<&T>) -> Map + Send + 'static,
         respond: impl FnOnce(T) -> Message,
     ) -> Result<Message, AuditFailed> {
         let started = Instant::now();
         let jail = self.jail.clone();
         let (audit, owned_id, path) = (self.audit.clone(), id.to_owned(), target.audit_path());
-        let job = Blocking::spawn(
-            move || run(&jail),
-            // The request is gone but the operation happened: record it, marked cancelled.
+        let (cancel_audit, cancel_id, cancel_path) =
+            (audit.clone(), owned_id.clone(), path.clone());
+        let job = Blocking::spawn_watched(
+            move |waiter| {
+                let outcome = run(&jail);
+                let (op, mut d, r) = jail_record(
+                    op,
+                    started,
+                    outcome.as_ref().err(),
+                    || path,
+                    || details(outcome.as_ref().ok()),
+                );
+                if waiter.gone() {
+                    // The request is gone but the operation happened: record it as cancelled.
+                    d.insert("cancelled", true);
+                }
+                let audited = audit.op_blocking(op, Some(&owned_id), d, r);
+                (outcome, audited)
+            },
+            // Only reached with a record already written, or when the work never produced
+            // one (it panicked): then record the failure, marked cancelled.
             move |r| async move {
-                let outcome = r.map_err(internal).and_then(|r| r);
-                let named = Map::new().with("path", path.as_str());
-                let (op, d, r) =
-                    jail_record(op, started, outcome.as_ref().err(), || path, || named);
-                let _ = audit
-                    .op(op, Some(&owned_id), d.with("cancelled", true), r)
-                    .await;
+                if let Err(e) = r {
+                    let (op, d, r) = failed_record(op, started, &internal(e), cancel_path);
+                    let _ = cancel_audit
+                        .op(op, Some(&cancel_id), d.with("cancelled", true), r)
+                        .await;
+                }
             },
         );
-        let outcome = job.join().await.map_err(internal).and_then(|r| r);
-        let (rec_op, d, r) = jail_record(
-            op,
-            started,
-            outcome.as_ref().err(),
-            || target.audit_path(),
-            || details(outcome.as_ref().ok()),
-        );
-        self.audit.op(rec_op, Some(id), d, r).await?;
+        let outcome = match job.join().await {
+            Ok((outcome, audited)) => {
+                audited?;
+                outcome
+            }
+            Err(e) => {
+                let e = internal(e);
+                let (rec_op, d, r) = failed_record(op, started, &e, target.audit_path());
+                self.audit.op(rec_op, Some(id), d, r).await?;
+                Err(e)
+            }
+        };
         Ok(match outcome {
             Ok(out) => respond(out),
             Err(e) => target.error(e.code(), e.to_string()),
@@ -214,18 +249,18 @@ impl DataPlane {
             offset: p.offset,
             length: p.length,
         };
-        let path = p.path.clone();
+        let (path, asked) = (p.path.clone(), p.clone());
         self.run_jail_op(
             "FILE_READ",
             id,
             Target::Path(&p.path),
             move |jail| jail.read(&path, &opts),
-            |res| {
+            move |res| {
                 Map::new()
-                    .with("path", res.map_or(p.path.as_str(), |r| r.path.as_str()))
-                    .with("encoding", p.encoding.as_str())
-                    .with("offset", p.offset)
-                    .with("length", p.length)
+                    .with("path", res.map_or(asked.path.as_str(), |r| r.path.as_str()))
+                    .with("encoding", asked.encoding.as_str())
+                    .with("offset", asked.offset)
+                    .with("length", asked.length)
                     .with("size_bytes_returned", res.map(|r| r.size_bytes))
             },
             |res| {
@@ -250,16 +285,17 @@ impl DataPlane {
             create_parents: p.create_parents,
         };
         let (path, content) = (p.path.clone(), p.content);
+        let (asked, encoding, create_parents) = (p.path.clone(), p.encoding, p.create_parents);
         self.run_jail_op(
             "FILE_WRITE",
             id,
             Target::Path(&p.path),
             move |jail| jail.write(&path, &content, &opts),
-            |res| {
+            move |res| {
                 Map::new()
-                    .with("path", res.map_or(p.path.as_str(), |r| r.path.as_str()))
-                    .with("encoding", p.encoding.as_str())
-                    .with("create_parents", p.create_parents)
+                    .with("path", res.map_or(asked.as_str(), |r| r.path.as_str()))
+                    .with("encoding", encoding.as_str())
+                    .with("create_parents", create_parents)
                     .with("size_bytes_written", res.map(|r| r.size_bytes_written))
             },
             |_| Message::Ack(Ack::OK),
@@ -270,18 +306,19 @@ impl DataPlane {
     /// `FILE_STAT` → `FILE_STAT_RESPONSE`.
     pub(crate) async fn stat(&self, id: &str, p: FileStat) -> Result<Message, AuditFailed> {
         let (path, follow) = (p.path.clone(), p.follow_symlinks);
+        let asked = p.path.clone();
         self.run_jail_op(
             "FILE_STAT",
             id,
             Target::Path(&p.path),
             move |jail| jail.stat(&path, follow),
-            |info| {
+            move |info| {
                 let shown = info
                     .and_then(Option::as_ref)
-                    .map_or(p.path.as_str(), |i| i.path.as_str());
+                    .map_or(asked.as_str(), |i| i.path.as_str());
                 Map::new()
                     .with("path", shown)
-                    .with("follow_symlinks", p.follow_symlinks)
+                    .with("follow_symlinks", follow)
             },
             |info| {
                 Message::FileStatResponse(match info {
@@ -314,19 +351,19 @@ impl DataPlane {
             include_hidden: p.include_hidden,
             max_entries: usize::try_from(p.max_entries).unwrap_or(usize::MAX).max(1),
         };
-        let path = p.path.clone();
+        let (path, asked) = (p.path.clone(), p.clone());
         self.run_jail_op(
             "FILE_LIST",
             id,
             Target::Path(&p.path),
             move |jail| jail.list(&path, &opts),
-            |res| {
+            move |res| {
                 Map::new()
-                    .with("path", res.map_or(p.path.as_str(), |r| r.path.as_str()))
-                    .with("glob", p.glob.clone())
-                    .with("recursive", p.recursive)
-                    .with("include_hidden", p.include_hidden)
-                    .with("max_entries", p.max_entries)
+                    .with("path", res.map_or(asked.path.as_str(), |r| r.path.as_str()))
+                    .with("glob", asked.glob)
+                    .with("recursive", asked.recursive)
+                    .with("include_hidden", asked.include_hidden)
+                    .with("max_entries", asked.max_entries)
                     .with("entries_returned", res.map(|r| r.entries.len()))
             },
             |res| {
@@ -357,20 +394,20 @@ impl DataPlane {
             recursive: p.recursive,
             missing_ok: p.missing_ok,
         };
-        let path = p.path.clone();
+        let (path, asked) = (p.path.clone(), p.clone());
         self.run_jail_op(
             "FILE_DELETE",
             id,
             Target::Path(&p.path),
             move |jail| jail.delete(&path, &opts),
-            |res| {
+            move |res| {
                 let shown = res
                     .and_then(|r| r.path.as_deref())
-                    .unwrap_or(p.path.as_str());
+                    .unwrap_or(asked.path.as_str());
                 Map::new()
                     .with("path", shown)
-                    .with("recursive", p.recursive)
-                    .with("missing_ok", p.missing_ok)
+                    .with("recursive", asked.recursive)
+                    .with("missing_ok", asked.missing_ok)
             },
             |_| Message::Ack(Ack::OK),
         )
@@ -382,7 +419,7 @@ impl DataPlane {
         let opts = MoveOptions {
             overwrite: p.overwrite,
         };
-        let (src, dst) = (p.src.clone(), p.dst.clone());
+        let (src, dst, asked) = (p.src.clone(), p.dst.clone(), p.clone());
         self.run_jail_op(
             "FILE_MOVE",
             id,
@@ -391,14 +428,14 @@ impl DataPlane {
                 dst: &p.dst,
             },
             move |jail| jail.rename(&src, &dst, &opts),
-            |res| {
-                let (src, dst) = res.map_or((p.src.as_str(), p.dst.as_str()), |r| {
+            move |res| {
+                let (src, dst) = res.map_or((asked.src.as_str(), asked.dst.as_str()), |r| {
                     (r.src.as_str(), r.dst.as_str())
                 });
                 Map::new()
                     .with("src", src)
                     .with("dst", dst)
-                    .with("overwrite", p.overwrite)
+                    .with("overwrite", asked.overwrite)
             },
             |_| Message::Ack(Ack::OK),
         )
