@@ -41,6 +41,17 @@ pub enum Request {
     Resume,
     /// End every running command and its whole process tree now.
     Kill,
+    /// Run a waiting command and append a rule to the policy file that allows it from now
+    /// on ("always allow"; docs/policy.md).
+    AlwaysAllow {
+        /// Its approval id.
+        id: u64,
+    },
+    /// End a chat's runtime, as the platform's `DETACH_SESSION` does (machine control mode).
+    Detach {
+        /// The chat's session id.
+        session_id: String,
+    },
 }
 
 /// The daemon's answer.
@@ -61,6 +72,14 @@ pub enum Response {
         /// In words.
         message: String,
     },
+    /// For `AlwaysAllow`: the command runs; these rules were added to the policy file.
+    RuleAdded {
+        /// The policy file.
+        file: String,
+        /// Each new rule: the line of its `[[rule]]` header and the rule as written. Empty
+        /// when the file already allowed the command.
+        rules: Vec<(u32, String)>,
+    },
 }
 
 /// Why a request failed.
@@ -74,6 +93,14 @@ pub enum IpcErrorKind {
     UnknownApproval,
     /// The command already got its answer (or timed out).
     AlreadyDecided,
+    /// "Always allow" without a `command_policy_file`.
+    NoPolicyFile,
+    /// "Always allow" could not add a rule (the message says why); the command still waits.
+    PolicyNotChanged,
+    /// No chat has this session id.
+    UnknownSession,
+    /// The request needs machine control mode (the daemon serves one legacy session).
+    NotInControlMode,
 }
 
 /// The live state `status` shows.

@@ -161,8 +161,14 @@ pub fn run(cli: Cli) -> u8 {
                 }
             })
         }
-        Command::Approve { id } => {
+        Command::Approve { id, always: false } => {
             commands::local::decide(&socket(), *id, true, &mut std::io::stdout(), &mut stderr)
+        }
+        Command::Approve { id, always: true } => {
+            commands::local::always_allow(&socket(), *id, &mut std::io::stdout(), &mut stderr)
+        }
+        Command::Detach { session_id } => {
+            commands::local::detach(&socket(), session_id, &mut std::io::stdout(), &mut stderr)
         }
         Command::Deny { id } => {
             commands::local::decide(&socket(), *id, false, &mut std::io::stdout(), &mut stderr)

@@ -71,6 +71,42 @@ pub fn decide(
     }
 }
 
+/// `approve --always ID`: runs the command and adds a rule to the policy file that allows it
+/// from now on.
+pub fn always_allow(socket: &Path, id: u64, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match send(socket, &Request::AlwaysAllow { id }, out, err) {
+        Ok(Response::RuleAdded { file, rules }) => {
+            let _ = writeln!(out, "Approved command {id}.");
+            if rules.is_empty() {
+                let _ = writeln!(out, "{file} already allows it; no rule was added.");
+            }
+            for (line, rule) in rules {
+                let _ = writeln!(out, "Added to {file}:{line}: allow {rule}");
+            }
+            EXIT_OK
+        }
+        Ok(other) => {
+            let _ = writeln!(err, "error: unexpected answer {other:?}");
+            EXIT_FAIL
+        }
+        Err(code) => code,
+    }
+}
+
+/// `detach SESSION_ID`: ends that chat's runtime.
+pub fn detach(socket: &Path, session_id: &str, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let r = Request::Detach {
+        session_id: session_id.to_owned(),
+    };
+    match send(socket, &r, out, err) {
+        Ok(_) => {
+            let _ = writeln!(out, "Detached chat {session_id}: its runtime ended.");
+            EXIT_OK
+        }
+        Err(code) => code,
+    }
+}
+
 /// `approvals [--json]`: the commands waiting for an answer.
 pub fn list(socket: &Path, json: bool, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match send(socket, &Request::ListApprovals, out, err) {

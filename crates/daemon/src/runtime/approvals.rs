@@ -18,6 +18,8 @@ use serde::Deserialize;
 use serde::Serialize;
 use tokio::sync::oneshot;
 
+use crate::policy::Subject;
+
 /// How many decided ids are remembered, so that a late answer is told "already decided"
 /// rather than "unknown".
 const REMEMBERED: usize = 256;
@@ -51,6 +53,8 @@ pub enum Answer {
     Denied,
     /// Nobody answered in time: denied.
     TimedOut,
+    /// Run it, and a rule in the policy file allows it from now on.
+    AlwaysAllowed,
 }
 
 impl Answer {
@@ -60,6 +64,7 @@ impl Answer {
             Answer::Approved => "approved",
             Answer::Denied => "denied",
             Answer::TimedOut => "timed_out",
+            Answer::AlwaysAllowed => "always_allowed",
         }
     }
 }
@@ -87,6 +92,7 @@ pub enum DecideError {
 
 struct Waiting {
     info: PendingApproval,
+    subject: Subject,
     started: Instant,
     tx: oneshot::Sender<(Answer, String)>,
 }
@@ -144,7 +150,7 @@ impl Approvals {
     pub(crate) async fn ask(
         &self,
         session_id: &str,
-        command: &str,
+        subject: Subject,
         reason: &str,
         rule: Option<String>,
     ) -> Outcome {
@@ -160,13 +166,21 @@ impl Approvals {
             let info = PendingApproval {
                 id,
                 session_id: session_id.to_owned(),
-                command: command.to_owned(),
+                command: subject.shown(),
                 reason: reason.to_owned(),
                 rule,
                 since_unix,
                 seconds_left: self.timeout.as_secs(),
             };
-            s.waiting.insert(id, Waiting { info, started, tx });
+            s.waiting.insert(
+                id,
+                Waiting {
+                    info,
+                    subject,
+                    started,
+                    tx,
+                },
+            );
             id
         };
         tracing::warn!(
@@ -205,13 +219,31 @@ impl Approvals {
 
     /// Answers waiter `id`; `by` names who answered (`cli`, `console`).
     pub(crate) fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
+        self.answer(
+            id,
+            if approve {
+                Answer::Approved
+            } else {
+                Answer::Denied
+            },
+            by,
+        )
+    }
+
+    /// The command waiter `id` waits with (for "always allow").
+    pub(crate) fn subject(&self, id: u64) -> Result<Subject, DecideError> {
+        let s = self.lock();
+        match s.waiting.get(&id) {
+            Some(w) => Ok(w.subject.clone()),
+            None if s.decided.contains(&id) => Err(DecideError::AlreadyDecided),
+            None => Err(DecideError::Unknown),
+        }
+    }
+
+    /// Gives waiter `id` its answer; `by` names who answered.
+    pub(crate) fn answer(&self, id: u64, answer: Answer, by: &str) -> Result<(), DecideError> {
         match self.finish(id) {
             Some(w) => {
-                let answer = if approve {
-                    Answer::Approved
-                } else {
-                    Answer::Denied
-                };
                 // The waiter may have timed out between our lookup and now: then it is
                 // gone and this send fails; it was answered as timed out.
                 w.tx.send((answer, by.to_owned()))

@@ -24,7 +24,10 @@ use crate::ipc::IpcErrorKind;
 use crate::ipc::Request;
 use crate::ipc::Response;
 use crate::ipc::StatusReport;
+use crate::policy::amend::AmendError;
+use crate::runtime::approvals::Answer;
 use crate::runtime::approvals::DecideError;
+use crate::runtime::control::Control;
 use crate::runtime::machine::Machine;
 
 /// A bound socket; the file is removed when the server stops.
@@ -87,8 +90,14 @@ impl IpcServer {
         })
     }
 
-    /// Serves until `stop`; then removes the socket file.
-    pub(crate) async fn serve(self, machine: Arc<Machine>, stop: CancellationToken) {
+    /// Serves until `stop`; then removes the socket file. `control` is the control plane in
+    /// machine control mode (`None` for a legacy session).
+    pub(crate) async fn serve(
+        self,
+        machine: Arc<Machine>,
+        control: Option<Arc<Control>>,
+        stop: CancellationToken,
+    ) {
         let uid = rustix::process::getuid().as_raw();
         loop {
             let accepted = tokio::select! {
@@ -106,11 +115,12 @@ impl IpcServer {
                 }
             }
             let m = machine.clone();
+            let c = control.clone();
             let stop = stop.clone();
             tokio::spawn(async move {
                 tokio::select! {
                     () = stop.cancelled() => {}
-                    () = client(stream, m) => {}
+                    () = client(stream, m, c) => {}
                 }
             });
         }
@@ -119,7 +129,7 @@ impl IpcServer {
 }
 
 /// One client: frames until it closes or sends something that is not a frame.
-async fn client(mut s: UnixStream, machine: Arc<Machine>) {
+async fn client(mut s: UnixStream, machine: Arc<Machine>, control: Option<Arc<Control>>) {
     loop {
         let mut len = [0u8; 4];
         if s.read_exact(&mut len).await.is_err() {
@@ -145,7 +155,7 @@ async fn client(mut s: UnixStream, machine: Arc<Machine>) {
             return;
         }
         let response = match ipc::decode::<Request>(&body) {
-            Decoded::Message(r) => match handle(&machine, r).await {
+            Decoded::Message(r) => match handle(&machine, control.as_deref(), r).await {
                 Some(r) => r,
                 // The audit log failed: the daemon is stopping; answer nothing more.
                 None => return,
@@ -167,6 +177,111 @@ async fn client(mut s: UnixStream, machine: Arc<Machine>) {
 
 fn error(kind: IpcErrorKind, message: String) -> Response {
     Response::Error { kind, message }
+}
+
+fn decide_error(id: u64, e: DecideError) -> Response {
+    match e {
+        DecideError::Unknown => error(
+            IpcErrorKind::UnknownApproval,
+            format!("no command waits for approval {id}"),
+        ),
+        DecideError::AlreadyDecided => error(
+            IpcErrorKind::AlreadyDecided,
+            format!("approval {id} was already decided (or timed out)"),
+        ),
+    }
+}
+
+/// "Always allow" for the command waiting as approval `id`, answered by `by` (`cli`,
+/// `console`): appends the allow rules to the policy file and uses the new file at once
+/// ([`crate::policy::amend`]), writes a `LOCAL_CONTROL` record (`always_allow`: the file,
+/// the rules, who), then runs the command (its `COMMAND_POLICY` record says
+/// `always_allowed`, who and how long it waited). Nothing is approved when no rule could be
+/// written. `None` when the audit log failed (the daemon is stopping).
+pub(crate) async fn always_allow(machine: &Machine, id: u64, by: &str) -> Option<Response> {
+    if machine.policy.path.is_none() {
+        return Some(error(
+            IpcErrorKind::NoPolicyFile,
+            AmendError::NoFile.to_string(),
+        ));
+    }
+    let subject = match machine.approvals.subject(id) {
+        Ok(s) => s,
+        Err(e) => return Some(decide_error(id, e)),
+    };
+    let note = format!(
+        "Added by \"always allow\" of approval {id} (answered by {by}) at {}",
+        shim_audit::export::utc_now_stamp()
+    );
+    let policy = machine.policy.clone();
+    let amended = tokio::task::spawn_blocking(move || policy.always_allow(&subject, &note)).await;
+    let amended = match amended {
+        Ok(Ok(a)) => a,
+        Ok(Err(e)) => {
+            let kind = match e {
+                AmendError::NoFile => IpcErrorKind::NoPolicyFile,
+                _ => IpcErrorKind::PolicyNotChanged,
+            };
+            return Some(error(
+                kind,
+                format!("approval {id} still waits; no rule was added: {e}"),
+            ));
+        }
+        Err(e) => {
+            return Some(error(
+                IpcErrorKind::PolicyNotChanged,
+                format!("approval {id} still waits; no rule was added: {e}"),
+            ));
+        }
+    };
+    let file = amended.file.display().to_string();
+    let details = Map::new()
+        .with("action", "always_allow")
+        .with("decided_by", by)
+        .with("approval_id", id)
+        .with("policy_file", file.as_str())
+        .with(
+            "rules",
+            amended
+                .rules
+                .iter()
+                .map(|(_, r)| r.clone())
+                .collect::<Vec<_>>(),
+        )
+        .with(
+            "rule_lines",
+            amended.rules.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
+        );
+    if machine
+        .audit
+        .op("LOCAL_CONTROL", None, details, AuditResult::default())
+        .await
+        .is_err()
+    {
+        return None;
+    }
+    tracing::warn!(approval = id, file = %file, rules = amended.rules.len(), "always allow: rule added to the command policy");
+    Some(
+        match machine.approvals.answer(id, Answer::AlwaysAllowed, by) {
+            Ok(()) => Response::RuleAdded {
+                file,
+                rules: amended
+                    .rules
+                    .into_iter()
+                    .map(|(l, r)| (u32::try_from(l).unwrap_or(u32::MAX), r))
+                    .collect(),
+            },
+            Err(e) => {
+                let Response::Error { kind, message } = decide_error(id, e) else {
+                    return None;
+                };
+                error(
+                    kind,
+                    format!("{message}; the rule was added to {file} all the same"),
+                )
+            }
+        },
+    )
 }
 
 async fn reply(s: &mut UnixStream, r: &Response) -> std::io::Result<()> {
@@ -191,7 +306,7 @@ async fn audited(machine: &Machine, action: &str, details: Map) -> bool {
         .is_ok()
 }
 
-async fn handle(machine: &Machine, r: Request) -> Option<Response> {
+async fn handle(machine: &Machine, control: Option<&Control>, r: Request) -> Option<Response> {
     Some(match r {
         Request::Status => Response::Status(StatusReport {
             pid: std::process::id(),
@@ -208,14 +323,7 @@ async fn handle(machine: &Machine, r: Request) -> Option<Response> {
         Request::ListApprovals => Response::Approvals(machine.approvals.pending()),
         Request::Decide { id, approve } => match machine.approvals.decide(id, approve, "cli") {
             Ok(()) => Response::Done,
-            Err(DecideError::Unknown) => error(
-                IpcErrorKind::UnknownApproval,
-                format!("no command waits for approval {id}"),
-            ),
-            Err(DecideError::AlreadyDecided) => error(
-                IpcErrorKind::AlreadyDecided,
-                format!("approval {id} was already decided (or timed out)"),
-            ),
+            Err(e) => decide_error(id, e),
         },
         Request::Pause => {
             if !audited(machine, "pause", Map::new()).await {
@@ -248,5 +356,31 @@ async fn handle(machine: &Machine, r: Request) -> Option<Response> {
             tracing::warn!(running, "the local user ended every running command");
             Response::Killed(running)
         }
+        Request::AlwaysAllow { id } => return always_allow(machine, id, "cli").await,
+        Request::Detach { session_id } => return detach(machine, control, &session_id).await,
     })
+}
+
+/// `detach SESSION`: ends the chat's runtime as `DETACH_SESSION` does (its binding is
+/// forgotten), audited as `LOCAL_CONTROL` (`detach`). `None` when the audit log failed.
+async fn detach(machine: &Machine, control: Option<&Control>, sid: &str) -> Option<Response> {
+    let Some(control) = control else {
+        return Some(error(
+            IpcErrorKind::NotInControlMode,
+            format!(
+                "this daemon serves the single legacy session {}; there is no chat to detach\nhint: stop the daemon to end it",
+                machine.settings.session_id.as_deref().unwrap_or("?")
+            ),
+        ));
+    };
+    match control.detach_local(sid, "cli").await {
+        Ok(true) => Some(Response::Done),
+        Ok(false) => Some(error(
+            IpcErrorKind::UnknownSession,
+            format!(
+                "no chat has the session id {sid:?}\nhint: `autogpt-shim status` lists the chats"
+            ),
+        )),
+        Err(_) => None,
+    }
 }

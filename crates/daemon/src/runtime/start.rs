@@ -299,19 +299,26 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         shutdown: shutdown.clone(),
         work_sem: Mutex::new(None),
         cu: Arc::new(crate::runtime::cu::CuMachine::new(&settings)),
-        policy: Arc::new(policy),
+        policy: Arc::new(crate::policy::amend::SharedPolicy::new(policy)),
         approvals: Arc::new(Approvals::new(settings.approval_timeout)),
         paused: std::sync::atomic::AtomicBool::new(false),
         kill: tokio::sync::watch::Sender::new(0),
         llm: Arc::new(crate::runtime::llm::LlmMachine::new(&settings)),
         hw: Arc::new(crate::runtime::hw::HwMachine::new(&settings)),
     });
+    // Machine control mode's control plane, made before the control socket serves so that
+    // `autogpt-shim detach` reaches it.
+    let control = match (&settings.session_id, &jail) {
+        (Some(_), Some(_)) => None,
+        _ => Some(Control::new(machine.clone(), audit.clone())),
+    };
     let ipc_stop = CancellationToken::new();
     #[cfg(unix)]
-    let ipc_task = ipc.map(|s| tokio::spawn(s.serve(machine.clone(), ipc_stop.clone())));
+    let ipc_task =
+        ipc.map(|s| tokio::spawn(s.serve(machine.clone(), control.clone(), ipc_stop.clone())));
 
-    let outcome = match (&settings.session_id, jail) {
-        (Some(sid), Some(jail)) => {
+    let outcome = match (&settings.session_id, jail, control) {
+        (Some(sid), Some(jail), _) => {
             let rt = Runtime {
                 machine: machine.clone(),
                 role: Role::Data {
@@ -330,8 +337,8 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             };
             rt.run().await
         }
-        _ => {
-            let control = Control::new(machine.clone(), audit.clone());
+        (_, _, control) => {
+            let control = control.unwrap_or_else(|| Control::new(machine.clone(), audit.clone()));
             let reaper_stop = CancellationToken::new();
             let reaper = tokio::spawn(control.clone().reaper(reaper_stop.clone()));
             let rt = Runtime {
