@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use serde::Deserialize;
 use serde::Serialize;
+use tokio::sync::broadcast;
 use tokio::sync::oneshot;
 
 use crate::policy::Subject;
@@ -90,6 +91,15 @@ pub enum DecideError {
     AlreadyDecided,
 }
 
+/// What happens in the broker, for whoever shows it (desktop notifications).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A command started waiting.
+    Waiting(PendingApproval),
+    /// It has its answer (or timed out, or its request went away).
+    Decided(u64),
+}
+
 struct Waiting {
     info: PendingApproval,
     subject: Subject,
@@ -108,6 +118,7 @@ struct State {
 pub(crate) struct Approvals {
     timeout: Duration,
     state: Mutex<State>,
+    events: broadcast::Sender<Event>,
 }
 
 impl std::fmt::Debug for Approvals {
@@ -139,7 +150,20 @@ impl Approvals {
                 next: 1,
                 ..State::default()
             }),
+            events: broadcast::channel(64).0,
         }
+    }
+
+    /// How long a command waits, in milliseconds (for a notification's expiry).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn timeout_ms(&self) -> i32 {
+        i32::try_from(self.timeout.as_millis()).unwrap_or(i32::MAX)
+    }
+
+    /// Every waiter and every answer from now on (desktop notifications: Linux only yet).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -172,6 +196,7 @@ impl Approvals {
                 since_unix,
                 seconds_left: self.timeout.as_secs(),
             };
+            let _ = self.events.send(Event::Waiting(info.clone()));
             s.waiting.insert(
                 id,
                 Waiting {
@@ -213,6 +238,7 @@ impl Approvals {
             while s.decided.len() > REMEMBERED {
                 s.decided.pop_front();
             }
+            let _ = self.events.send(Event::Decided(id));
         }
         w
     }

@@ -8,6 +8,7 @@
 //! * [`auditor`], [`blocking`], [`session_locks`]: the audit writer handle, blocking work that
 //!   is audited even when its request is cancelled, per-session locks.
 //! * [`approvals`]: commands the policy holds for the local user's answer.
+//! * [`notify`]: desktop notifications with Approve / Deny buttons for them.
 //! * [`llm`]: the local-model route (Ollama discovery and completions).
 //! * [`hw`]: hardware advertisement and the PROPOSED operations.
 //! * [`cu`]: computer-use state and dispatch.
@@ -37,5 +38,6 @@ pub(crate) mod hw;
 pub(crate) mod ipc_server;
 pub(crate) mod llm;
 pub(crate) mod machine;
+pub(crate) mod notify;
 pub(crate) mod session_locks;
 pub mod start;

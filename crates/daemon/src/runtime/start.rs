@@ -313,6 +313,10 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         _ => Some(Control::new(machine.clone(), audit.clone())),
     };
     let ipc_stop = CancellationToken::new();
+    let notify_task = tokio::spawn(crate::runtime::notify::run(
+        machine.approvals.clone(),
+        ipc_stop.clone(),
+    ));
     #[cfg(unix)]
     let ipc_task =
         ipc.map(|s| tokio::spawn(s.serve(machine.clone(), control.clone(), ipc_stop.clone())));
@@ -367,6 +371,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     if let Some(t) = ipc_task {
         let _ = t.await;
     }
+    let _ = notify_task.await;
     // Nothing of ours outlives the daemon: end and reap the exec sentinel (it kills any
     // command group still registered on the way out).
     #[cfg(unix)]
