@@ -91,9 +91,9 @@ pub fn install_tls_provider() {
 
 /// The local control socket of this user's daemon.
 fn socket() -> std::path::PathBuf {
-    #[cfg(unix)]
+    #[cfg(any(unix, windows))]
     return ipc::socket_path_from_process();
-    #[cfg(not(unix))]
+    #[cfg(not(any(unix, windows)))]
     return std::env::temp_dir()
         .join("autogpt-shim")
         .join("control.sock");
@@ -147,9 +147,9 @@ pub fn run(cli: Cli) -> u8 {
                     legacy_key: runtime::start::legacy_key_from_env(),
                     shutdown,
                     out: Box::new(std::io::stdout()),
-                    #[cfg(unix)]
+                    #[cfg(any(unix, windows))]
                     control_socket: Some(ipc::socket_path_from_process()),
-                    #[cfg(not(unix))]
+                    #[cfg(not(any(unix, windows)))]
                     control_socket: None,
                 };
                 match runtime::start::start(settings, deps).await {

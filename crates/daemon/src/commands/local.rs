@@ -25,14 +25,7 @@ fn send(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Response, u8> {
-    #[cfg(unix)]
-    let answer = crate::ipc::request(socket, r);
-    #[cfg(not(unix))]
-    let answer: Result<Response, ClientError> = {
-        let _ = r;
-        Err(ClientError::NotRunning(socket.to_path_buf()))
-    };
-    match answer {
+    match crate::ipc::request(socket, r) {
         Ok(Response::Error { kind, message }) => {
             let _ = writeln!(err, "error: {message} ({kind:?})");
             Err(EXIT_FAIL)
@@ -179,12 +172,10 @@ pub fn kill(socket: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
 
 /// The live state for `status`, or `None` when no daemon answers.
 pub fn live_status(socket: &Path) -> Option<StatusReport> {
-    #[cfg(unix)]
-    if let Ok(Response::Status(s)) = crate::ipc::request(socket, &Request::Status) {
-        return Some(s);
+    match crate::ipc::request(socket, &Request::Status) {
+        Ok(Response::Status(s)) => Some(s),
+        _ => None,
     }
-    let _ = socket;
-    None
 }
 
 /// `policy check [--json] [--policy FILE] (--command STRING | -- ARGV...)`.

@@ -2,9 +2,10 @@
 //! approves or denies it (the control socket, `autogpt-shim approve ID` / `deny ID`), or
 //! until `approval_timeout_seconds` pass, which denies it. A denied or timed-out command is
 //! never executed later: its waiter is gone once it has an answer.
-// Answers arrive through the local control socket, which is Unix-only in this build: on
-// Windows nothing answers yet, so every `prompt` command is denied at its timeout.
-#![cfg_attr(not(unix), allow(dead_code))]
+// Answers arrive through the local control socket (a Unix socket or a Windows named
+// pipe); on other systems nothing answers, so every `prompt` command is denied at its
+// timeout.
+#![cfg_attr(not(any(unix, windows)), allow(dead_code))]
 
 use std::collections::BTreeMap;
 use std::collections::VecDeque;

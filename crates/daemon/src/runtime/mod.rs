@@ -17,6 +17,7 @@
 //! * [`conn`]: one runtime's connection loop; it reaches the control plane only through the
 //!   [`conn::ControlPlane`] trait.
 //! * [`control`]: the machine control plane (browsing, root grants, child runtimes).
+//! * `pipe` (Windows): the control socket's named pipe, admitting only this user.
 //! * `ipc_server`: the local control socket (`approve`, `deny`, `pause`, ...).
 //! * [`start`]: the daemon's one way in, legacy direct mode or machine control mode.
 
@@ -34,10 +35,12 @@ pub mod grant;
 pub mod handshake;
 pub mod harden;
 pub(crate) mod hw;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub(crate) mod ipc_server;
 pub(crate) mod llm;
 pub(crate) mod machine;
 pub(crate) mod notify;
+#[cfg(windows)]
+pub(crate) mod pipe;
 pub(crate) mod session_locks;
 pub mod start;

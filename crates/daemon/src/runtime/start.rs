@@ -244,12 +244,12 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     };
 
     // The local control socket: bound before SHIM_START, so that a second daemon stops here.
-    #[cfg(unix)]
+    #[cfg(any(unix, windows))]
     let ipc = match &control_socket {
         Some(p) => Some(crate::runtime::ipc_server::IpcServer::bind(p)?),
         None => None,
     };
-    #[cfg(not(unix))]
+    #[cfg(not(any(unix, windows)))]
     let _ = control_socket;
 
     // Step 5: SHIM_START before any connection.
@@ -317,7 +317,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         machine.approvals.clone(),
         ipc_stop.clone(),
     ));
-    #[cfg(unix)]
+    #[cfg(any(unix, windows))]
     let ipc_task =
         ipc.map(|s| tokio::spawn(s.serve(machine.clone(), control.clone(), ipc_stop.clone())));
 
@@ -367,7 +367,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     };
 
     ipc_stop.cancel();
-    #[cfg(unix)]
+    #[cfg(any(unix, windows))]
     if let Some(t) = ipc_task {
         let _ = t.await;
     }
