@@ -162,7 +162,10 @@ async fn the_windows_attack_list_through_the_daemon() {
 async fn cli(env: &Env, args: &[&str]) -> (i32, String, String) {
     let mut c = env.command(args);
     windows_env(env, &mut c);
-    crate::suite::harness::finish(c.spawn().unwrap(), T).await
+    eprintln!("windows: autogpt-shim {args:?}");
+    let r = crate::suite::harness::finish(c.spawn().unwrap(), T).await;
+    eprintln!("windows: autogpt-shim {args:?} -> {r:?}");
+    r
 }
 
 #[tokio::test]
@@ -207,6 +210,7 @@ async fn the_control_pipe_serves_status_pause_and_resume_and_refuses_a_second_da
         "AUTOGPT_SHIM_AUDIT_LOG_PATH",
         env.dir.path().join("second-audit.jsonl"),
     );
+    eprintln!("windows: a second daemon");
     let (code, out, err) = crate::suite::harness::finish(second.spawn().unwrap(), T).await;
     assert_eq!(code, 78, "{out}{err}");
     assert!(

@@ -4,9 +4,11 @@
 //! Every instance is created with a security descriptor whose protected DACL has a single
 //! entry, GENERIC_ALL for the user the daemon runs as (its SID from the process token), so
 //! other users, and services running as other accounts, cannot connect; remote clients are
-//! refused (`PIPE_REJECT_REMOTE_CLIENTS`). The first instance is created with
-//! `FILE_FLAG_FIRST_PIPE_INSTANCE`: if the name exists already (another daemon, or anyone
-//! else holding it), creating it fails and the daemon does not start.
+//! refused (`PIPE_REJECT_REMOTE_CLIENTS`). Before the first instance is created the daemon
+//! tries the name as a client: a daemon that answers (or is busy) holds it, and this one
+//! does not start. The first instance is then created with `FILE_FLAG_FIRST_PIPE_INSTANCE`,
+//! so that a name someone else created in between is refused too (Wine does not enforce
+//! that flag; the client probe covers it there).
 // Win32 security calls (process token, SID string, SDDL) std does not wrap; each block says
 // why it is sound.
 #![allow(unsafe_code)]
@@ -19,6 +21,7 @@ use tokio::net::windows::named_pipe::NamedPipeServer;
 use tokio::net::windows::named_pipe::ServerOptions;
 use windows_sys::Win32::Foundation::CloseHandle;
 use windows_sys::Win32::Foundation::ERROR_ACCESS_DENIED;
+use windows_sys::Win32::Foundation::ERROR_PIPE_BUSY;
 use windows_sys::Win32::Foundation::HANDLE;
 use windows_sys::Win32::Foundation::LocalFree;
 use windows_sys::Win32::Security::Authorization::ConvertSidToStringSidW;
@@ -152,15 +155,36 @@ impl Pipe {
 
     /// Creates the pipe's first instance; an error names the reason (another daemon).
     pub(crate) fn bind(name: &OsStr) -> Result<Pipe, String> {
+        let taken = || {
+            format!(
+                "another autogpt-shim daemon is running (it holds {})\nhint: stop it first; run one daemon per machine",
+                name.to_string_lossy()
+            )
+        };
+        // A daemon that answers (or whose every instance is busy) holds the name. Checked
+        // first as a client, like the Unix socket, because FILE_FLAG_FIRST_PIPE_INSTANCE
+        // alone is not enforced everywhere (Wine ignores it).
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(name)
+        {
+            Ok(_) => return Err(taken()),
+            Err(e) if e.raw_os_error() == Some(ERROR_PIPE_BUSY as i32) => return Err(taken()),
+            Err(e) if e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32) => {
+                return Err(format!(
+                    "{} is held by another user\nhint: find and stop the program that holds it",
+                    name.to_string_lossy()
+                ));
+            }
+            Err(_) => {}
+        }
         let descriptor = UserOnly::new()
             .map_err(|e| format!("cannot build the pipe's security descriptor: {e}"))?;
         let next = match Pipe::create(name, &descriptor, true) {
             Ok(p) => p,
             Err(e) if e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32) => {
-                return Err(format!(
-                    "another autogpt-shim daemon is running (it holds {})\nhint: stop it first; run one daemon per machine",
-                    name.to_string_lossy()
-                ));
+                return Err(taken());
             }
             Err(e) => return Err(format!("cannot create {}: {e}", name.to_string_lossy())),
         };
