@@ -139,14 +139,36 @@ pub fn with_allow_rules(text: &str, argvs: &[Vec<String>], note: &str) -> String
         .collect();
     for argv in argvs {
         let words: Vec<String> = argv.iter().map(|w| toml_string(w)).collect();
-        let example = argv.iter().map(|w| shell_quote(w)).collect::<Vec<_>>();
+        let example = example_for(argv)
+            .map(|e| format!("match = [{}]\n", toml_string(&e)))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "\n# {note}\n[[rule]]\ndecision = \"allow\"\nargv = [{}]\nmatch = [{}]\n",
+            "\n# {note}\n[[rule]]\ndecision = \"allow\"\nargv = [{}]\n{example}",
             words.join(", "),
-            toml_string(&example.join(" "))
         ));
     }
     out
+}
+
+/// A command string the rule `argv = argv` matches, to check it at every load: the words
+/// quoted, or, when the shell would read the first word as a keyword or an assignment
+/// (`if`, `a=b`, which only a wrapper such as `sudo` runs as a program), after `command`.
+/// `None` when neither matches (the rule is then written without an example).
+fn example_for(argv: &[String]) -> Option<String> {
+    let quoted = argv
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let rule = super::Rule {
+        line: 0,
+        decision: Decision::Allow,
+        justification: None,
+        matcher: super::Matcher::Argv(argv.to_vec()),
+    };
+    [quoted.clone(), format!("command {quoted}")]
+        .into_iter()
+        .find(|ex| super::rule_hit(&rule, ex) == super::Hit::Yes)
 }
 
 /// A TOML basic string (JSON's escapes are a subset of TOML's).

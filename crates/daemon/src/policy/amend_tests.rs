@@ -92,6 +92,10 @@ fn odd_words_are_quoted_so_that_the_example_matches() {
         vec!["printf", "%s\\n", "a\"b", "it's", "tab\there"],
         vec!["echo", "", "$HOME", "*", "a;b", "ünïcode"],
         vec!["x", "line\nbreak", "back\\slash"],
+        // A keyword or an assignment as the program (only through a wrapper or an argv).
+        vec!["if", "x"],
+        vec!["a=b", "c"],
+        vec!["!"],
     ] {
         let s = argv(&words);
         let argvs = p.allow_rules_for(&s).unwrap();
@@ -147,4 +151,18 @@ fn without_a_policy_file_there_is_nowhere_to_write() {
     assert_eq!(e, AmendError::NoFile);
     assert!(e.to_string().contains("command_policy_file"), "{e}");
     assert!(e.to_string().contains("hint:"), "{e}");
+}
+
+#[test]
+fn a_program_the_shell_would_read_as_a_keyword_gets_an_example_that_runs_it() {
+    let p = Policy::parse("default = \"prompt\"", "p.toml").unwrap();
+    let s = Subject::Command("sudo if".into());
+    let argvs = p.allow_rules_for(&s).unwrap();
+    let text = with_allow_rules("default = \"prompt\"", &argvs, "n");
+    assert!(
+        text.contains("argv = [\"if\"]\nmatch = [\"command if\"]"),
+        "{text}"
+    );
+    let q = Policy::parse(&text, "p.toml").unwrap();
+    assert_eq!(q.check(&s).decision, Decision::Allow);
 }
