@@ -151,6 +151,10 @@ pub enum Command {
     Approve {
         /// The approval id `approvals` shows.
         id: u64,
+        /// Also allow this exact command from now on: adds an `argv` allow rule to the
+        /// `command_policy_file` (its text and comments are kept).
+        #[arg(long)]
+        always: bool,
     },
     /// Refuse a command that waits for your approval; it is never run.
     Deny {
@@ -179,6 +183,12 @@ pub enum Command {
     /// The command policy (`command_policy_file`).
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// End a chat's runtime on this machine, as the platform's detach does (machine control
+    /// mode); the chat needs its folder granted again to continue.
+    Detach {
+        /// The chat's session id (as `status` shows it).
+        session_id: String,
+    },
 }
 
 /// `policy` subcommands.

@@ -2,8 +2,9 @@
 //! `pause` / `resume` (and later the web console) talk to the running daemon.
 //!
 //! A Unix socket `control.sock` in the user's runtime directory ([`socket_path`]: the
-//! directory is 0700, the socket 0600, and the daemon checks the peer's uid). Each frame is a
-//! 4-byte big-endian length and a `postcard` body; a body starts with the protocol version
+//! directory is 0700, the socket 0600, and the daemon checks the peer's uid); on Windows a
+//! named pipe ([`pipe_name`]) whose security descriptor admits only the daemon's user. Each
+//! frame is a 4-byte big-endian length and a `postcard` body ([`frame`], [`body_len`]); a body starts with the protocol version
 //! ([`IPC_VERSION`], a varint), then the [`Request`] or [`Response`]. A peer speaking another
 //! version gets [`IpcErrorKind::UnsupportedVersion`] and the connection stays usable.
 
@@ -43,6 +44,17 @@ pub enum Request {
     Kill,
     /// A one-time login URL for the web console (started now if it is not running).
     ConsoleUrl,
+    /// Run a waiting command and append a rule to the policy file that allows it from now
+    /// on ("always allow"; docs/policy.md).
+    AlwaysAllow {
+        /// Its approval id.
+        id: u64,
+    },
+    /// End a chat's runtime, as the platform's `DETACH_SESSION` does (machine control mode).
+    Detach {
+        /// The chat's session id.
+        session_id: String,
+    },
 }
 
 /// The daemon's answer.
@@ -65,6 +77,14 @@ pub enum Response {
     },
     /// For `ConsoleUrl`: `http://127.0.0.1:PORT/?token=...`, valid once.
     ConsoleUrl(String),
+    /// For `AlwaysAllow`: the command runs; these rules were added to the policy file.
+    RuleAdded {
+        /// The policy file.
+        file: String,
+        /// Each new rule: the line of its `[[rule]]` header and the rule as written. Empty
+        /// when the file already allowed the command.
+        rules: Vec<(u32, String)>,
+    },
 }
 
 /// Why a request failed.
@@ -80,6 +100,14 @@ pub enum IpcErrorKind {
     AlreadyDecided,
     /// The web console could not be started.
     ConsoleUnavailable,
+    /// "Always allow" without a `command_policy_file`.
+    NoPolicyFile,
+    /// "Always allow" could not add a rule (the message says why); the command still waits.
+    PolicyNotChanged,
+    /// No chat has this session id.
+    UnknownSession,
+    /// The request needs machine control mode (the daemon serves one legacy session).
+    NotInControlMode,
 }
 
 /// The live state `status` shows; `status --json` prints it as JSON. Its shape is
@@ -266,6 +294,30 @@ pub fn socket_path(xdg_runtime_dir: Option<&Path>, temp_dir: &Path, uid: u32) ->
     }
 }
 
+/// The Windows named pipe of `user`'s daemon: `\\.\pipe\autogpt-shim-<user>-control`
+/// (characters other than letters, digits, `-`, `_` and `.` become `_`). The pipe's
+/// security descriptor admits only the user who created it.
+pub fn pipe_name(user: &str) -> PathBuf {
+    let user: String = user
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    PathBuf::from(format!(r"\\.\pipe\autogpt-shim-{user}-control"))
+}
+
+/// [`pipe_name`] for this process's user (`USERDOMAIN` and `USERNAME`).
+#[cfg(windows)]
+pub fn socket_path_from_process() -> PathBuf {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    pipe_name(&format!("{}.{}", var("USERDOMAIN"), var("USERNAME")))
+}
+
 /// [`socket_path`] for this process.
 #[cfg(unix)]
 pub fn socket_path_from_process() -> PathBuf {
@@ -291,12 +343,57 @@ pub enum ClientError {
     Protocol(String),
 }
 
+/// One frame on the wire: the body's length (4 bytes, big-endian), then the body.
+pub fn frame(body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|&l| l as usize <= MAX_FRAME)
+        .ok_or_else(|| std::io::Error::other(format!("a {} byte frame", body.len())))?;
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend(len.to_be_bytes());
+    out.extend(body);
+    Ok(out)
+}
+
+/// [`encode`] `msg`, then [`frame`] it.
+pub fn encode_frame<T: Serialize>(msg: &T) -> std::io::Result<Vec<u8>> {
+    frame(&encode(msg).map_err(std::io::Error::other)?)
+}
+
+/// The body length a frame's 4-byte header announces; `Err(length)` over [`MAX_FRAME`],
+/// which is refused without reading the body.
+pub fn body_len(header: [u8; 4]) -> Result<usize, usize> {
+    let len = u32::from_be_bytes(header) as usize;
+    if len > MAX_FRAME { Err(len) } else { Ok(len) }
+}
+
+/// One request and its response on a connected stream (blocking).
+fn exchange<S: std::io::Read + std::io::Write>(
+    s: &mut S,
+    r: &Request,
+) -> Result<Response, ClientError> {
+    s.write_all(&encode_frame(r)?)?;
+    let mut header = [0u8; 4];
+    s.read_exact(&mut header)?;
+    let len = body_len(header).map_err(|n| ClientError::Protocol(format!("a {n} byte frame")))?;
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body)?;
+    match decode::<Response>(&body) {
+        Decoded::Message(m) => Ok(m),
+        Decoded::OtherVersion(v) => Err(ClientError::Protocol(format!(
+            "the daemon speaks control protocol {v}, this client {IPC_VERSION}"
+        ))),
+        Decoded::Malformed(e) => Err(ClientError::Protocol(e)),
+    }
+}
+
+/// How long a client waits for the daemon's answer.
+const CLIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Sends one request to the daemon listening on `path` and waits (at most 10 s) for its
 /// response.
 #[cfg(unix)]
 pub fn request(path: &Path, r: &Request) -> Result<Response, ClientError> {
-    use std::io::Read;
-    use std::io::Write;
     let mut s = match std::os::unix::net::UnixStream::connect(path) {
         Ok(s) => s,
         Err(e)
@@ -309,28 +406,61 @@ pub fn request(path: &Path, r: &Request) -> Result<Response, ClientError> {
         }
         Err(e) => return Err(e.into()),
     };
-    let timeout = Some(std::time::Duration::from_secs(10));
-    s.set_read_timeout(timeout)?;
-    s.set_write_timeout(timeout)?;
-    let body = encode(r).map_err(|e| ClientError::Protocol(e.to_string()))?;
-    let len = u32::try_from(body.len()).map_err(|e| ClientError::Protocol(e.to_string()))?;
-    s.write_all(&len.to_be_bytes())?;
-    s.write_all(&body)?;
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len)?;
-    let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME {
-        return Err(ClientError::Protocol(format!("a {len} byte frame")));
-    }
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body)?;
-    match decode::<Response>(&body) {
-        Decoded::Message(m) => Ok(m),
-        Decoded::OtherVersion(v) => Err(ClientError::Protocol(format!(
-            "the daemon speaks control protocol {v}, this client {IPC_VERSION}"
-        ))),
-        Decoded::Malformed(e) => Err(ClientError::Protocol(e)),
-    }
+    s.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    s.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    exchange(&mut s, r)
+}
+
+/// Sends one request to the daemon's named pipe `path` and waits (at most 10 s) for its
+/// response. A pipe handle has no read timeout: the exchange runs on a thread of its own
+/// and is abandoned after the timeout.
+#[cfg(windows)]
+pub fn request(path: &Path, r: &Request) -> Result<Response, ClientError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (p, r) = (path.to_path_buf(), r.clone());
+    std::thread::spawn(move || {
+        let _ = tx.send(pipe_request(&p, &r));
+    });
+    rx.recv_timeout(CLIENT_TIMEOUT).unwrap_or_else(|_| {
+        Err(ClientError::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no answer in 10 s",
+        )))
+    })
+}
+
+#[cfg(windows)]
+fn pipe_request(path: &Path, r: &Request) -> Result<Response, ClientError> {
+    /// Every instance of the pipe is busy with another client: wait a little.
+    const ERROR_PIPE_BUSY: i32 = 231;
+    let started = std::time::Instant::now();
+    let mut s = loop {
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+        {
+            Ok(s) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ClientError::NotRunning(path.to_path_buf()));
+            }
+            Err(e)
+                if e.raw_os_error() == Some(ERROR_PIPE_BUSY)
+                    && started.elapsed() < CLIENT_TIMEOUT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    exchange(&mut s, r)
+}
+
+/// No control socket on this OS.
+#[cfg(not(any(unix, windows)))]
+pub fn request(path: &Path, r: &Request) -> Result<Response, ClientError> {
+    let _ = r;
+    Err(ClientError::NotRunning(path.to_path_buf()))
 }
 
 #[cfg(test)]

@@ -45,3 +45,35 @@ fn the_socket_lives_in_the_runtime_directory() {
         Path::new("/tmp/autogpt-shim-0/control.sock")
     );
 }
+
+#[test]
+fn frames_are_length_prefixed_and_oversized_ones_refused() {
+    let f = encode_frame(&Request::AlwaysAllow { id: 3 }).unwrap();
+    let len = body_len(f[..4].try_into().unwrap()).unwrap();
+    assert_eq!(len, f.len() - 4);
+    assert!(matches!(
+        decode::<Request>(&f[4..]),
+        Decoded::Message(Request::AlwaysAllow { id: 3 })
+    ));
+    assert_eq!(frame(b"").unwrap(), [0, 0, 0, 0]);
+    assert_eq!(body_len((MAX_FRAME as u32).to_be_bytes()), Ok(MAX_FRAME));
+    assert_eq!(
+        body_len((MAX_FRAME as u32 + 1).to_be_bytes()),
+        Err(MAX_FRAME + 1)
+    );
+    assert_eq!(body_len(u32::MAX.to_be_bytes()), Err(u32::MAX as usize));
+    assert!(frame(&vec![0; MAX_FRAME + 1]).is_err());
+}
+
+#[test]
+fn the_pipe_is_named_after_the_user() {
+    assert_eq!(
+        pipe_name("CORP.alice"),
+        Path::new(r"\\.\pipe\autogpt-shim-CORP.alice-control")
+    );
+    // Nothing that could leave the name or split it.
+    assert_eq!(
+        pipe_name(r"a\b/c d:é"),
+        Path::new(r"\\.\pipe\autogpt-shim-a_b_c_d_é-control")
+    );
+}

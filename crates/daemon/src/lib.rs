@@ -91,9 +91,9 @@ pub fn install_tls_provider() {
 
 /// The local control socket of this user's daemon.
 fn socket() -> std::path::PathBuf {
-    #[cfg(unix)]
+    #[cfg(any(unix, windows))]
     return ipc::socket_path_from_process();
-    #[cfg(not(unix))]
+    #[cfg(not(any(unix, windows)))]
     return std::env::temp_dir()
         .join("autogpt-shim")
         .join("control.sock");
@@ -147,9 +147,9 @@ pub fn run(cli: Cli) -> u8 {
                     legacy_key: runtime::start::legacy_key_from_env(),
                     shutdown,
                     out: Box::new(std::io::stdout()),
-                    #[cfg(unix)]
+                    #[cfg(any(unix, windows))]
                     control_socket: Some(ipc::socket_path_from_process()),
-                    #[cfg(not(unix))]
+                    #[cfg(not(any(unix, windows)))]
                     control_socket: None,
                 };
                 match runtime::start::start(settings, deps).await {
@@ -161,8 +161,14 @@ pub fn run(cli: Cli) -> u8 {
                 }
             })
         }
-        Command::Approve { id } => {
+        Command::Approve { id, always: false } => {
             commands::local::decide(&socket(), *id, true, &mut std::io::stdout(), &mut stderr)
+        }
+        Command::Approve { id, always: true } => {
+            commands::local::always_allow(&socket(), *id, &mut std::io::stdout(), &mut stderr)
+        }
+        Command::Detach { session_id } => {
+            commands::local::detach(&socket(), session_id, &mut std::io::stdout(), &mut stderr)
         }
         Command::Deny { id } => {
             commands::local::decide(&socket(), *id, false, &mut std::io::stdout(), &mut stderr)

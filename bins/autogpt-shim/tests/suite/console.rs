@@ -258,6 +258,8 @@ async fn the_console_refuses_what_it_must_and_serves_its_own_page() {
     for (path, code) in [
         ("/api/approvals/999/approve", 404),
         ("/api/operations/999/kill", 404),
+        // "Always allow" without a policy file: refused, nothing approved.
+        ("/api/approvals/999/always", 409),
     ] {
         let a = raw(
             &addr,

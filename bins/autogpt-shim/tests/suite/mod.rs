@@ -19,6 +19,8 @@ pub(crate) mod harness;
 mod hw;
 mod legacy;
 mod llm;
+#[cfg(target_os = "linux")]
+mod notify;
 mod oauth;
 #[cfg(unix)]
 mod policy;

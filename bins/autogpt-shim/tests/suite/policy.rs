@@ -402,3 +402,214 @@ async fn the_control_socket_refuses_bad_frames_and_other_versions_and_keeps_serv
     assert_eq!(code, 0, "{out}");
     env.stop(child).await;
 }
+
+const ASKING: &str = r#"# Ask before anything runs, except echo.
+default = "prompt"   # everything else waits for a yes
+
+[[rule]]
+decision = "allow"
+program = "echo"
+
+[[rule]]
+decision = "prompt"
+prefix = ["git"]     # always ask for git, even after "always allow"
+"#;
+
+#[tokio::test]
+async fn always_allow_adds_a_rule_and_the_same_command_then_runs_without_asking() {
+    let env = Env::new(PeerConfig::default()).await;
+    let policy = write_policy(&env, ASKING);
+    let mut c = env.legacy_command(SID, &["--enable-shell"]);
+    c.env("AUTOGPT_SHIM_COMMAND_POLICY_FILE", &policy)
+        .env("AUTOGPT_SHIM_APPROVAL_TIMEOUT_SECONDS", "8");
+    let child = c.spawn().unwrap();
+    let conn = std::sync::Arc::new(env.next().await);
+    let ask = |cmd: &'static str| {
+        let conn = conn.clone();
+        tokio::spawn(async move { conn.request(shell(cmd), T).await })
+    };
+
+    // Answered with "always allow": it runs, and the rule is in the file.
+    let r = ask("touch always-1 && echo done");
+    let id = pending_id(&env).await;
+    let (code, out, err) = cli(&env, &["approve", "--always", &id.to_string()]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("policy.toml:13: allow argv = [\"touch\", \"always-1\"]"),
+        "{out}"
+    );
+    let r = r.await.unwrap().unwrap();
+    assert!(
+        matches!(&r.frame.message, Message::CommandResult(c) if c.stdout == "done\n"),
+        "{:?}",
+        r.frame.message
+    );
+    assert!(env.root.join("always-1").exists());
+    let text = std::fs::read_to_string(&policy).unwrap();
+    assert!(
+        text.starts_with(ASKING),
+        "the old text was changed:\n{text}"
+    );
+    assert!(
+        text.contains("[[rule]]\ndecision = \"allow\"\nargv = [\"touch\", \"always-1\"]\nmatch = [\"touch always-1\"]\n"),
+        "{text}"
+    );
+
+    // The same command again: it runs at once, nobody is asked (the daemon uses the new
+    // file without a restart).
+    std::fs::remove_file(env.root.join("always-1")).unwrap();
+    let started = std::time::Instant::now();
+    let r = conn
+        .request(shell("touch always-1 && echo done"), T)
+        .await
+        .unwrap();
+    assert!(
+        matches!(r.frame.message, Message::CommandResult(_)),
+        "{:?}",
+        r.frame.message
+    );
+    assert!(started.elapsed() < Duration::from_secs(8));
+    assert!(env.root.join("always-1").exists());
+    // `policy check` reads the amended file, its new examples included.
+    let (code, out, err) = cli(
+        &env,
+        &[
+            "policy",
+            "check",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--command",
+            "touch always-1",
+        ],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("allow\nrule: line 13: argv = "), "{out}");
+
+    // Exactly that command: one more word still asks (denied here).
+    let r = ask("touch always-1 extra");
+    let id = pending_id(&env).await;
+    let (code, _, _) = cli(&env, &["deny", &id.to_string()]).await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        error_code(&r.await.unwrap().unwrap().frame.message),
+        "PERMISSION_PENDING"
+    );
+    assert!(!env.root.join("extra").exists());
+
+    // A rule that asks wins over any allow rule: "always" is refused with the reason, the
+    // file is unchanged, and the command still waits for a plain answer.
+    let r = ask("git --version");
+    let id = pending_id(&env).await;
+    let before = std::fs::read_to_string(&policy).unwrap();
+    let (code, _, err) = cli(&env, &["approve", "--always", &id.to_string()]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("line 8"), "{err}");
+    assert!(err.contains("strictest decision wins"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), before);
+    let (code, out, err) = cli(&env, &["deny", &id.to_string()]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        error_code(&r.await.unwrap().unwrap().frame.message),
+        "PERMISSION_PENDING"
+    );
+    // Unknown and already decided ids.
+    let (code, _, err) = cli(&env, &["approve", "--always", &id.to_string()]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("already decided"), "{err}");
+    let (code, _, err) = cli(&env, &["approve", "--always", "424242"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no command waits for approval 424242"),
+        "{err}"
+    );
+    env.stop(child).await;
+
+    // Audited: who decided, how long it waited, and what was written where.
+    let records = env.audit_records();
+    let decisions = with_op(&records, "COMMAND_POLICY");
+    assert_eq!(decisions[0]["details"]["answer"], "always_allowed");
+    assert_eq!(decisions[0]["details"]["decided_by"], "cli");
+    assert!(decisions[0]["details"]["waited_ms"].is_u64());
+    // The second `touch always-1` was allowed by the rule: no decision record.
+    assert_eq!(decisions.len(), 3, "{decisions:?}");
+    let local = with_op(&records, "LOCAL_CONTROL");
+    assert_eq!(local.len(), 1);
+    let d = &local[0]["details"];
+    assert_eq!(d["action"], "always_allow");
+    assert_eq!(d["decided_by"], "cli");
+    assert_eq!(d["approval_id"], decisions[0]["details"]["approval_id"]);
+    assert_eq!(d["policy_file"], policy.to_str().unwrap());
+    assert_eq!(d["rules"][0], "argv = [\"touch\", \"always-1\"]");
+    assert_eq!(d["rule_lines"][0], 13);
+    env.verify_audit();
+}
+
+#[tokio::test]
+async fn always_allow_without_a_policy_file_is_a_clear_error() {
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.start_legacy(SID, &["--enable-shell"]);
+    let _conn = env.next().await;
+    let (code, out, err) = cli(&env, &["approve", "--always", "1"]).await;
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("no command_policy_file is configured"),
+        "{err}"
+    );
+    assert!(err.contains("hint: set command_policy_file"), "{err}");
+    env.stop(child).await;
+    assert!(with_op(&env.audit_records(), "LOCAL_CONTROL").is_empty());
+}
+
+#[tokio::test]
+async fn detach_through_the_control_socket_ends_the_chat_like_the_platform_s_detach() {
+    use crate::suite::control;
+    let env = Env::new(PeerConfig::default()).await;
+    env.home_dirs(&["Projects"]);
+    let (child, conn) = control::start(&env, &[]).await;
+    let a = control::browse_and_attach(&conn, control::SID, "Projects").await;
+    let data = control::activate_child(&env, &conn, control::SID).await;
+
+    let (code, out, err) = cli(&env, &["detach", control::SID]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Detached chat"), "{out}");
+    // The chat's runtime ends, and its binding is gone as after DETACH_SESSION.
+    data.closed(T).await.unwrap();
+    let r = conn
+        .request(
+            Message::ActivateSession(shim_protocol::messages::control::ActivateSession {
+                session_id: shim_protocol::values::SessionId::new(control::SID).unwrap(),
+                revision: 1,
+            }),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(error_code(&r.frame.message), "SESSION_NOT_ATTACHED");
+    // A chat that is not there: a clear error.
+    let (code, _, err) = cli(&env, &["detach", control::SID]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no chat has the session id"), "{err}");
+    // The control connection goes on serving.
+    let r = conn.request(control::detach("other"), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), shim_protocol::MessageType::Ack);
+    env.stop(child).await;
+
+    let records = env.audit_records();
+    let local = with_op(&records, "LOCAL_CONTROL");
+    assert_eq!(local.len(), 1, "{local:?}");
+    assert_eq!(local[0]["details"]["action"], "detach");
+    assert_eq!(local[0]["details"]["decided_by"], "cli");
+    assert_eq!(local[0]["details"]["allowed_root"], a.allowed_root.as_str());
+    assert_eq!(local[0]["session_id"], control::SID);
+    env.verify_audit();
+
+    // A legacy daemon has one session and no chats to detach.
+    let child = env.start_legacy(SID, &[]);
+    let _conn = env.next().await;
+    let (code, _, err) = cli(&env, &["detach", SID]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("single legacy session"), "{err}");
+    env.stop(child).await;
+}

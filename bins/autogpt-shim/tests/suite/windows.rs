@@ -20,7 +20,12 @@ use crate::suite::harness::write;
 const SID: &str = "7d1e8c8e-1b9f-4d41-a0a8-52f0f7d3c0ab";
 
 /// Windows needs `SystemRoot` (Winsock) and friends; the harness clears the environment.
-fn windows_env(c: &mut tokio::process::Command) {
+/// `USERNAME` names the control pipe (`\\.\pipe\autogpt-shim-<domain>.<user>-control`):
+/// one per test, so that the daemons of parallel tests do not take each other for a second
+/// daemon (the pipe's security descriptor still names the real account's SID).
+fn windows_env(env: &Env, c: &mut tokio::process::Command) {
+    let name = env.dir.path().file_name().unwrap().to_string_lossy();
+    c.env("USERNAME", format!("test-{name}"));
     for k in [
         "SYSTEMROOT",
         "WINDIR",
@@ -43,7 +48,7 @@ async fn the_windows_attack_list_through_the_daemon() {
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("secret.txt"), "secret").unwrap();
     let mut c = env.legacy_command(SID, &["--enable-shell"]);
-    windows_env(&mut c);
+    windows_env(&env, &mut c);
     let mut child = c.spawn().unwrap();
     let conn = env.next().await;
     let root = conn.hello.allowed_root.clone().unwrap();
@@ -151,4 +156,73 @@ async fn the_windows_attack_list_through_the_daemon() {
     // Two per attack (write, stat) and the command's cwd.
     assert_eq!(violations.len(), attacks.len() * 2 + 1, "{violations:#?}");
     env.verify_audit();
+}
+
+/// `autogpt-shim ARGS` with the test's Windows environment, to the end.
+async fn cli(env: &Env, args: &[&str]) -> (i32, String, String) {
+    let mut c = env.command(args);
+    windows_env(env, &mut c);
+    eprintln!("windows: autogpt-shim {args:?}");
+    let r = crate::suite::harness::finish(c.spawn().unwrap(), T).await;
+    eprintln!("windows: autogpt-shim {args:?} -> {r:?}");
+    r
+}
+
+#[tokio::test]
+async fn the_control_pipe_serves_status_pause_and_resume_and_refuses_a_second_daemon() {
+    let env = Env::new(PeerConfig::default()).await;
+    // No daemon: "not running", exit 3.
+    let (code, out, err) = cli(&env, &["status"]).await;
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("not running"), "{out}");
+    let (code, _, err) = cli(&env, &["pause"]).await;
+    assert_eq!(code, 3);
+    assert!(err.contains("no daemon is running"), "{err}");
+
+    let mut c = env.legacy_command(SID, &["--enable-shell"]);
+    windows_env(&env, &mut c);
+    let mut child = c.spawn().unwrap();
+    let conn = env.next().await;
+    let (code, out, err) = cli(&env, &["status"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Daemon: running"), "{out}");
+
+    // Pause through the pipe refuses the next request; resume restores it.
+    let (code, out, err) = cli(&env, &["pause"]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let echo = || {
+        Message::ExecuteCommand(ExecuteCommand {
+            command: Some("echo x".into()),
+            ..ExecuteCommand::default()
+        })
+    };
+    let r = conn.request(echo(), T).await.unwrap();
+    assert_eq!(error_code(&r.frame.message), "SHIM_OVERLOADED");
+    let (code, _, _) = cli(&env, &["resume"]).await;
+    assert_eq!(code, 0);
+    let r = conn.request(echo(), T).await.unwrap();
+    assert_eq!(r.frame.message_type(), MessageType::CommandResult);
+
+    // A second daemon finds the pipe taken and stops with 78.
+    let mut second = env.legacy_command("second", &[]);
+    windows_env(&env, &mut second);
+    second.env(
+        "AUTOGPT_SHIM_AUDIT_LOG_PATH",
+        env.dir.path().join("second-audit.jsonl"),
+    );
+    eprintln!("windows: a second daemon");
+    let (code, out, err) = crate::suite::harness::finish(second.spawn().unwrap(), T).await;
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(
+        err.contains("another autogpt-shim daemon is running"),
+        "{err}"
+    );
+
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    let actions: Vec<String> = with_op(&env.audit_records(), "LOCAL_CONTROL")
+        .iter()
+        .map(|r| r["details"]["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(actions, ["pause", "resume"]);
 }

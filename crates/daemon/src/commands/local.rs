@@ -25,14 +25,7 @@ fn send(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Response, u8> {
-    #[cfg(unix)]
-    let answer = crate::ipc::request(socket, r);
-    #[cfg(not(unix))]
-    let answer: Result<Response, ClientError> = {
-        let _ = r;
-        Err(ClientError::NotRunning(socket.to_path_buf()))
-    };
-    match answer {
+    match crate::ipc::request(socket, r) {
         Ok(Response::Error { kind, message }) => {
             let _ = writeln!(err, "error: {message} ({kind:?})");
             Err(EXIT_FAIL)
@@ -65,6 +58,42 @@ pub fn decide(
                 "{} command {id}.",
                 if approve { "Approved" } else { "Denied" }
             );
+            EXIT_OK
+        }
+        Err(code) => code,
+    }
+}
+
+/// `approve --always ID`: runs the command and adds a rule to the policy file that allows it
+/// from now on.
+pub fn always_allow(socket: &Path, id: u64, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match send(socket, &Request::AlwaysAllow { id }, out, err) {
+        Ok(Response::RuleAdded { file, rules }) => {
+            let _ = writeln!(out, "Approved command {id}.");
+            if rules.is_empty() {
+                let _ = writeln!(out, "{file} already allows it; no rule was added.");
+            }
+            for (line, rule) in rules {
+                let _ = writeln!(out, "Added to {file}:{line}: allow {rule}");
+            }
+            EXIT_OK
+        }
+        Ok(other) => {
+            let _ = writeln!(err, "error: unexpected answer {other:?}");
+            EXIT_FAIL
+        }
+        Err(code) => code,
+    }
+}
+
+/// `detach SESSION_ID`: ends that chat's runtime.
+pub fn detach(socket: &Path, session_id: &str, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let r = Request::Detach {
+        session_id: session_id.to_owned(),
+    };
+    match send(socket, &r, out, err) {
+        Ok(_) => {
+            let _ = writeln!(out, "Detached chat {session_id}: its runtime ended.");
             EXIT_OK
         }
         Err(code) => code,
@@ -170,12 +199,10 @@ pub fn console(socket: &Path, open: bool, out: &mut dyn Write, err: &mut dyn Wri
 
 /// The live state for `status`, or `None` when no daemon answers.
 pub fn live_status(socket: &Path) -> Option<StatusReport> {
-    #[cfg(unix)]
-    if let Ok(Response::Status(s)) = crate::ipc::request(socket, &Request::Status) {
-        return Some(*s);
+    match crate::ipc::request(socket, &Request::Status) {
+        Ok(Response::Status(s)) => Some(*s),
+        _ => None,
     }
-    let _ = socket;
-    None
 }
 
 /// `status --json`: the live state as JSON (docs/status.md), with `"running": true`; or

@@ -22,6 +22,7 @@
 //! (`forbid` > `prompt` > `allow`). A string that cannot be split, and a program name or a
 //! prefix word the shell would only know at run time (`$X`), is `prompt` at least.
 
+pub mod amend;
 pub mod shell;
 
 use std::fmt;
@@ -70,6 +71,8 @@ enum Matcher {
     Program(String),
     /// The first words of argv.
     Prefix(Vec<String>),
+    /// The whole argv, word for word (what "always allow" writes).
+    Argv(Vec<String>),
     /// A regular expression searched in the whole command string.
     Pattern(regex::Regex),
 }
@@ -79,6 +82,7 @@ impl fmt::Display for Matcher {
         match self {
             Matcher::Program(p) => write!(f, "program = {p:?}"),
             Matcher::Prefix(p) => write!(f, "prefix = {p:?}"),
+            Matcher::Argv(a) => write!(f, "argv = {a:?}"),
             Matcher::Pattern(r) => write!(f, "pattern = {:?}", r.as_str()),
         }
     }
@@ -157,6 +161,7 @@ struct RawRule {
     decision: Decision,
     program: Option<String>,
     prefix: Option<Vec<String>>,
+    argv: Option<Vec<String>>,
     pattern: Option<String>,
     #[serde(default, rename = "match")]
     matches: Vec<String>,
@@ -243,8 +248,8 @@ impl Policy {
         for spanned in raw.rule {
             let line = header_line(text, spanned.span().start);
             let r = spanned.into_inner();
-            let matcher = match (r.program, r.prefix, r.pattern) {
-                (Some(p), None, None) => {
+            let matcher = match (r.program, r.prefix, r.argv, r.pattern) {
+                (Some(p), None, None, None) => {
                     if p.is_empty() || p.contains('/') {
                         return Err(err(
                             Some(line),
@@ -254,13 +259,19 @@ impl Policy {
                     }
                     Matcher::Program(p)
                 }
-                (None, Some(p), None) => {
+                (None, Some(p), None, None) => {
                     if p.is_empty() {
                         return Err(err(Some(line), "prefix must not be empty".into()));
                     }
                     Matcher::Prefix(p)
                 }
-                (None, None, Some(p)) => match regex::Regex::new(&p) {
+                (None, None, Some(a), None) => {
+                    if a.is_empty() {
+                        return Err(err(Some(line), "argv must not be empty".into()));
+                    }
+                    Matcher::Argv(a)
+                }
+                (None, None, None, Some(p)) => match regex::Regex::new(&p) {
                     Ok(r) => Matcher::Pattern(r),
                     Err(e) => {
                         return Err(err(Some(line), format!("bad pattern {p:?}: {e}")));
@@ -269,7 +280,7 @@ impl Policy {
                 _ => {
                     return Err(err(
                         Some(line),
-                        "a rule needs exactly one of program, prefix or pattern".into(),
+                        "a rule needs exactly one of program, prefix, argv or pattern".into(),
                     ));
                 }
             };
@@ -306,30 +317,102 @@ impl Policy {
 
     /// Judges a shell command string.
     pub fn check_command(&self, command: &str) -> Verdict {
-        let mut j = Judge::new(self);
-        j.string(command, 0);
-        j.verdict()
+        self.judge(&Subject::Command(command.to_owned())).verdict()
     }
 
     /// Judges an argv executed without a shell. `pattern` rules see the words joined by
     /// spaces.
     pub fn check_argv(&self, argv: &[String]) -> Verdict {
+        self.judge(&Subject::Argv(argv.to_vec())).verdict()
+    }
+
+    /// Judges a command as the platform asked for it.
+    pub fn check(&self, subject: &Subject) -> Verdict {
+        self.judge(subject).verdict()
+    }
+
+    fn judge(&self, subject: &Subject) -> Judge<'_> {
         let mut j = Judge::new(self);
-        let joined = argv.join(" ");
-        j.patterns(&joined);
-        let words: Vec<Word> = argv
-            .iter()
-            .map(|a| Word {
-                text: a.clone(),
-                dynamic: false,
-            })
-            .collect();
-        if words.is_empty() {
-            j.note(Decision::Prompt, None, "empty argv".into());
-        } else {
-            j.simple(&words, 0);
+        match subject {
+            Subject::Command(c) => j.string(c, 0),
+            Subject::Argv(argv) => {
+                j.patterns(&argv.join(" "));
+                let words: Vec<Word> = argv
+                    .iter()
+                    .map(|a| Word {
+                        text: a.clone(),
+                        dynamic: false,
+                    })
+                    .collect();
+                if words.is_empty() {
+                    j.note(Decision::Prompt, None, "empty argv".into());
+                } else {
+                    j.simple(&words, 0);
+                }
+            }
         }
-        j.verdict()
+        j
+    }
+
+    /// The `argv = [..]` allow rules that make `subject` run from now on ("always allow"):
+    /// one for each simple command (and each command it wraps) that no rule matches while
+    /// the default is stricter than `allow`, word for word. Empty when the policy already
+    /// allows it. An error says why no allow rule can do it: another rule (or a pattern)
+    /// asks for more, and the strictest decision wins; or a word is only known at run time.
+    pub fn allow_rules_for(&self, subject: &Subject) -> Result<Vec<Vec<String>>, String> {
+        let j = self.judge(subject);
+        let unmatched = if self.default > Decision::Allow {
+            j.unmatched.clone()
+        } else {
+            Vec::new()
+        };
+        if j.verdict().decision == Decision::Allow {
+            return Ok(Vec::new());
+        }
+        let mut words: Vec<Vec<String>> = Vec::new();
+        for w in unmatched {
+            if !words.contains(&w) {
+                words.push(w);
+            }
+        }
+        let mut trial = self.clone();
+        trial.rules.extend(words.iter().map(|w| Rule {
+            line: 0,
+            decision: Decision::Allow,
+            justification: None,
+            matcher: Matcher::Argv(w.clone()),
+        }));
+        let v = trial.check(subject);
+        if v.decision != Decision::Allow {
+            let because = match (v.rule_line, &v.rule) {
+                (Some(l), Some(r)) => format!("line {l} ({r}) decides {}", v.decision),
+                _ => format!("it stays {}", v.decision),
+            };
+            return Err(format!(
+                "no allow rule can make this command run: {because}, and the strictest decision wins ({})",
+                v.reason
+            ));
+        }
+        Ok(words)
+    }
+}
+
+/// A command as the platform asked for it: a shell string or an argv run without a shell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// `command`: judged as a shell string.
+    Command(String),
+    /// `argv`: judged word for word.
+    Argv(Vec<String>),
+}
+
+impl Subject {
+    /// The command as shown to the local user: the string, or the argv joined by spaces.
+    pub fn shown(&self) -> String {
+        match self {
+            Subject::Command(c) => c.clone(),
+            Subject::Argv(a) => a.join(" "),
+        }
     }
 }
 
@@ -337,11 +420,17 @@ impl Policy {
 struct Judge<'a> {
     policy: &'a Policy,
     best: Option<(Decision, Option<&'a Rule>, String)>,
+    /// Every argv (all words known now) that no program/prefix/argv rule matched.
+    unmatched: Vec<Vec<String>>,
 }
 
 impl<'a> Judge<'a> {
     fn new(policy: &'a Policy) -> Judge<'a> {
-        Judge { policy, best: None }
+        Judge {
+            policy,
+            best: None,
+            unmatched: Vec::new(),
+        }
     }
 
     fn note(&mut self, d: Decision, rule: Option<&'a Rule>, reason: String) {
@@ -520,6 +609,10 @@ impl<'a> Judge<'a> {
             }
         }
         if !matched {
+            if argv.iter().all(|w| !w.dynamic) {
+                self.unmatched
+                    .push(argv.iter().map(|w| w.text.clone()).collect());
+            }
             self.note(
                 policy.default,
                 None,
@@ -528,9 +621,10 @@ impl<'a> Judge<'a> {
         }
     }
 
-    fn verdict(self) -> Verdict {
+    fn verdict(&self) -> Verdict {
         let (decision, rule, reason) =
             self.best
+                .clone()
                 .unwrap_or((self.policy.default, None, "no command (default)".into()));
         Verdict {
             decision,
@@ -564,13 +658,16 @@ fn argv_hit(m: &Matcher, argv: &[Word]) -> Hit {
             Some(w) if program_name(&w.text) == p => Hit::Yes,
             _ => Hit::No,
         },
-        Matcher::Prefix(prefix) => {
-            if argv.len() < prefix.len() {
+        Matcher::Prefix(words) | Matcher::Argv(words) => {
+            let exact = matches!(m, Matcher::Argv(_));
+            if argv.len() < words.len() || (exact && argv.len() != words.len()) {
                 return Hit::No;
             }
             let mut hit = Hit::Yes;
-            for (i, (w, want)) in argv.iter().zip(prefix).enumerate() {
-                let text = if i == 0 {
+            for (i, (w, want)) in argv.iter().zip(words).enumerate() {
+                // `prefix` compares the program by its name (`/bin/rm` is `rm`); `argv`
+                // compares every word as written (`ls` is not `./ls`).
+                let text = if i == 0 && !exact {
                     program_name(&w.text)
                 } else {
                     w.text.as_str()

@@ -2,9 +2,10 @@
 //! approves or denies it (the control socket, `autogpt-shim approve ID` / `deny ID`), or
 //! until `approval_timeout_seconds` pass, which denies it. A denied or timed-out command is
 //! never executed later: its waiter is gone once it has an answer.
-// Answers arrive through the local control socket, which is Unix-only in this build: on
-// Windows nothing answers yet, so every `prompt` command is denied at its timeout.
-#![cfg_attr(not(unix), allow(dead_code))]
+// Answers arrive through the local control socket (a Unix socket or a Windows named
+// pipe); on other systems nothing answers, so every `prompt` command is denied at its
+// timeout.
+#![cfg_attr(not(any(unix, windows)), allow(dead_code))]
 
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -16,7 +17,10 @@ use tokio::time::Instant;
 
 use serde::Deserialize;
 use serde::Serialize;
+use tokio::sync::broadcast;
 use tokio::sync::oneshot;
+
+use crate::policy::Subject;
 
 /// How many decided ids are remembered, so that a late answer is told "already decided"
 /// rather than "unknown".
@@ -51,6 +55,8 @@ pub enum Answer {
     Denied,
     /// Nobody answered in time: denied.
     TimedOut,
+    /// Run it, and a rule in the policy file allows it from now on.
+    AlwaysAllowed,
 }
 
 impl Answer {
@@ -60,6 +66,7 @@ impl Answer {
             Answer::Approved => "approved",
             Answer::Denied => "denied",
             Answer::TimedOut => "timed_out",
+            Answer::AlwaysAllowed => "always_allowed",
         }
     }
 }
@@ -85,8 +92,18 @@ pub enum DecideError {
     AlreadyDecided,
 }
 
+/// What happens in the broker, for whoever shows it (desktop notifications).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A command started waiting.
+    Waiting(PendingApproval),
+    /// It has its answer (or timed out, or its request went away).
+    Decided(u64),
+}
+
 struct Waiting {
     info: PendingApproval,
+    subject: Subject,
     started: Instant,
     tx: oneshot::Sender<(Answer, String)>,
 }
@@ -102,6 +119,7 @@ struct State {
 pub(crate) struct Approvals {
     timeout: Duration,
     state: Mutex<State>,
+    events: broadcast::Sender<Event>,
 }
 
 impl std::fmt::Debug for Approvals {
@@ -133,7 +151,20 @@ impl Approvals {
                 next: 1,
                 ..State::default()
             }),
+            events: broadcast::channel(64).0,
         }
+    }
+
+    /// How long a command waits, in milliseconds (for a notification's expiry).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn timeout_ms(&self) -> i32 {
+        i32::try_from(self.timeout.as_millis()).unwrap_or(i32::MAX)
+    }
+
+    /// Every waiter and every answer from now on (desktop notifications: Linux only yet).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -144,7 +175,7 @@ impl Approvals {
     pub(crate) async fn ask(
         &self,
         session_id: &str,
-        command: &str,
+        subject: Subject,
         reason: &str,
         rule: Option<String>,
     ) -> Outcome {
@@ -160,13 +191,22 @@ impl Approvals {
             let info = PendingApproval {
                 id,
                 session_id: session_id.to_owned(),
-                command: command.to_owned(),
+                command: subject.shown(),
                 reason: reason.to_owned(),
                 rule,
                 since_unix,
                 seconds_left: self.timeout.as_secs(),
             };
-            s.waiting.insert(id, Waiting { info, started, tx });
+            let _ = self.events.send(Event::Waiting(info.clone()));
+            s.waiting.insert(
+                id,
+                Waiting {
+                    info,
+                    subject,
+                    started,
+                    tx,
+                },
+            );
             id
         };
         tracing::warn!(
@@ -199,19 +239,38 @@ impl Approvals {
             while s.decided.len() > REMEMBERED {
                 s.decided.pop_front();
             }
+            let _ = self.events.send(Event::Decided(id));
         }
         w
     }
 
     /// Answers waiter `id`; `by` names who answered (`cli`, `console`).
     pub(crate) fn decide(&self, id: u64, approve: bool, by: &str) -> Result<(), DecideError> {
+        self.answer(
+            id,
+            if approve {
+                Answer::Approved
+            } else {
+                Answer::Denied
+            },
+            by,
+        )
+    }
+
+    /// The command waiter `id` waits with (for "always allow").
+    pub(crate) fn subject(&self, id: u64) -> Result<Subject, DecideError> {
+        let s = self.lock();
+        match s.waiting.get(&id) {
+            Some(w) => Ok(w.subject.clone()),
+            None if s.decided.contains(&id) => Err(DecideError::AlreadyDecided),
+            None => Err(DecideError::Unknown),
+        }
+    }
+
+    /// Gives waiter `id` its answer; `by` names who answered.
+    pub(crate) fn answer(&self, id: u64, answer: Answer, by: &str) -> Result<(), DecideError> {
         match self.finish(id) {
             Some(w) => {
-                let answer = if approve {
-                    Answer::Approved
-                } else {
-                    Answer::Denied
-                };
                 // The waiter may have timed out between our lookup and now: then it is
                 // gone and this send fails; it was answered as timed out.
                 w.tx.send((answer, by.to_owned()))

@@ -17,7 +17,15 @@ async fn an_approval_runs_and_a_denial_does_not() {
     for (approve, want) in [(true, Answer::Approved), (false, Answer::Denied)] {
         let waiter = {
             let a = a.clone();
-            tokio::spawn(async move { a.ask("s1", "git push", "prompt rule", None).await })
+            tokio::spawn(async move {
+                a.ask(
+                    "s1",
+                    Subject::Command("git push".into()),
+                    "prompt rule",
+                    None,
+                )
+                .await
+            })
         };
         let p = first_pending(&a).await;
         assert_eq!(
@@ -41,7 +49,12 @@ async fn an_approval_runs_and_a_denial_does_not() {
 async fn nobody_answering_denies_at_the_timeout_and_a_late_yes_changes_nothing() {
     let a = Approvals::new(Duration::from_secs(25));
     let out = a
-        .ask("s1", "rm x", "r", Some("program = \"rm\"".into()))
+        .ask(
+            "s1",
+            Subject::Command("rm x".into()),
+            "r",
+            Some("program = \"rm\"".into()),
+        )
         .await;
     assert_eq!((out.answer, out.by.as_str()), (Answer::TimedOut, "timeout"));
     assert!(out.waited >= Duration::from_secs(25));
@@ -57,7 +70,7 @@ async fn a_request_that_goes_away_leaves_no_waiter() {
     let a = Arc::new(Approvals::new(Duration::from_secs(60)));
     let waiter = {
         let a = a.clone();
-        tokio::spawn(async move { a.ask("s1", "x", "r", None).await })
+        tokio::spawn(async move { a.ask("s1", Subject::Command("x".into()), "r", None).await })
     };
     let p = first_pending(&a).await;
     waiter.abort();

@@ -1120,18 +1120,65 @@ impl Control {
 
     async fn detach(&self, id: &str, p: &DetachSession) -> Result<Message, AuditFailed> {
         let sid = p.session_id.as_str();
+        self.end_session(
+            sid,
+            shim_audit::AuditEvent::new("DETACH_SESSION").request_id(id),
+            Map::new(),
+        )
+        .await?;
+        Ok(Message::Ack(Ack::OK))
+    }
+
+    /// Stops the session's child and forgets its binding after recording `ev` (with the
+    /// binding's folder and revision added to `details`), as `DETACH_SESSION` does.
+    async fn end_session(
+        &self,
+        sid: &str,
+        ev: shim_audit::AuditEvent,
+        details: Map,
+    ) -> Result<(), AuditFailed> {
         self.stop_child(sid).await;
         let b = self.binding(sid);
-        let d = Map::new()
+        let d = details
             .with("allowed_root", b.as_ref().map(|b| b.allowed_root.clone()))
             .with("revision", b.as_ref().map(|b| b.revision));
-        let ev = shim_audit::AuditEvent::new("DETACH_SESSION")
-            .details(d)
-            .request_id(id)
-            .session(sid);
-        self.audit.write(ev).await?;
+        self.audit.write(ev.details(d).session(sid)).await?;
         self.remove_binding(sid);
-        Ok(Message::Ack(Ack::OK))
+        Ok(())
+    }
+
+    /// `autogpt-shim detach SESSION` (the local control socket): ends the chat's runtime as
+    /// `DETACH_SESSION` does, recorded as `LOCAL_CONTROL` (`action: detach`, `decided_by`).
+    /// `false` when no chat has this session id. Runs to the end on a task of its own, like
+    /// the platform's detach ([`Control::detached`]).
+    pub(crate) async fn detach_local(&self, sid: &str, by: &str) -> Result<bool, AuditFailed> {
+        let Some(me) = self.me.upgrade() else {
+            return Ok(false);
+        };
+        let running = self.inflight.clone().read_owned().await;
+        let (sid, by) = (sid.to_owned(), by.to_owned());
+        let task = tokio::spawn(async move {
+            let _g = me.session_locks.lock(&sid).await;
+            let live = me
+                .children
+                .lock()
+                .map(|c| c.contains_key(&sid))
+                .unwrap_or(false);
+            let r = if live || me.binding(&sid).is_some() {
+                let d = Map::new()
+                    .with("action", "detach")
+                    .with("decided_by", by.as_str());
+                me.end_session(&sid, shim_audit::AuditEvent::new("LOCAL_CONTROL"), d)
+                    .await
+                    .map(|()| true)
+            } else {
+                Ok(false)
+            };
+            drop(running);
+            r
+        });
+        task.await
+            .unwrap_or_else(|e| Err(AuditFailed(format!("the detach task failed: {e}"))))
     }
 
     /// The idle reaper (9.9): runs until `stop`.

@@ -41,7 +41,8 @@ use shim_protocol::messages::files::FileWrite;
 use shim_protocol::messages::handshake::Ack;
 
 use crate::policy::Decision;
-use crate::policy::Policy;
+use crate::policy::Subject;
+use crate::policy::amend::SharedPolicy;
 use crate::runtime::approvals::Answer;
 use crate::runtime::approvals::Approvals;
 use crate::runtime::auditor::AuditFailed;
@@ -59,7 +60,7 @@ pub(crate) struct DataPlane {
     /// The session-bound audit view.
     pub(crate) audit: Auditor,
     /// The machine's command policy.
-    pub(crate) policy: Arc<Policy>,
+    pub(crate) policy: Arc<SharedPolicy>,
     /// Where `prompt` commands wait for the local user.
     pub(crate) approvals: Arc<Approvals>,
     /// The chat's session (shown with a waiting command).
@@ -558,11 +559,12 @@ impl DataPlane {
     /// answered with `PERMISSION_PENDING` naming the permission (`command_policy` or
     /// `command_approval`): the command needs a yes this machine's user did not give.
     async fn judge(&self, id: &str, p: &ExecuteCommand) -> Result<Option<Message>, AuditFailed> {
-        let (verdict, shown) = match (&p.command, &p.argv) {
-            (_, Some(argv)) => (self.policy.check_argv(argv), argv.join(" ")),
-            (Some(c), None) => (self.policy.check_command(c), c.clone()),
+        let subject = match (&p.command, &p.argv) {
+            (_, Some(argv)) => Subject::Argv(argv.clone()),
+            (Some(c), None) => Subject::Command(c.clone()),
             (None, None) => return Ok(None),
         };
+        let verdict = self.policy.current().check(&subject);
         let mut d = Map::new()
             .with("decision", verdict.decision.as_str())
             .with("rule", verdict.rule.clone())
@@ -588,7 +590,7 @@ impl DataPlane {
                     .approvals
                     .ask(
                         &self.session_id,
-                        &shown,
+                        subject,
                         &verdict.reason,
                         verdict.rule.clone(),
                     )
@@ -601,7 +603,7 @@ impl DataPlane {
                     u64::try_from(out.waited.as_millis()).unwrap_or(u64::MAX),
                 );
                 match out.answer {
-                    Answer::Approved => {
+                    Answer::Approved | Answer::AlwaysAllowed => {
                         self.audit
                             .op("COMMAND_POLICY", Some(id), d, AuditResult::default())
                             .await?;

@@ -1,16 +1,20 @@
-//! The daemon's end of the local control socket ([`crate::ipc`]): binds it (refusing a
-//! directory other users can enter, and a socket another daemon still answers on; a stale
-//! file is replaced), checks each peer's uid, and serves requests until the daemon stops.
+//! The daemon's end of the local control socket ([`crate::ipc`]): binds it and serves
+//! requests until the daemon stops.
+//!
+//! Unix: refuses a directory other users can enter and a socket another daemon still
+//! answers on (a stale file is replaced), and checks each peer's uid. Windows: a named pipe
+//! whose security descriptor admits only this user ([`crate::runtime::pipe`]); its first
+//! instance is created with `FILE_FLAG_FIRST_PIPE_INSTANCE`, so a second daemon finds it
+//! taken.
 
-use std::io::ErrorKind;
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use tokio::io::AsyncRead;
 use tokio::io::AsyncReadExt;
+use tokio::io::AsyncWrite;
 use tokio::io::AsyncWriteExt;
-use tokio::net::UnixListener;
-use tokio::net::UnixStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::DaemonError;
@@ -19,20 +23,25 @@ use crate::ipc::Decoded;
 use crate::ipc::IpcErrorKind;
 use crate::ipc::Request;
 use crate::ipc::Response;
-use crate::runtime::approvals::DecideError;
 use crate::runtime::console::ConsoleSlot;
+use crate::runtime::control::Control;
 use crate::runtime::machine::Machine;
 use crate::runtime::steer;
 
-/// A bound socket; the file is removed when the server stops.
+/// A bound socket (Unix: the file is removed when the server stops) or pipe (Windows).
 pub(crate) struct IpcServer {
-    listener: UnixListener,
+    #[cfg(unix)]
+    listener: tokio::net::UnixListener,
+    #[cfg(windows)]
+    pipe: crate::runtime::pipe::Pipe,
     path: PathBuf,
 }
 
 impl IpcServer {
     /// Binds `path` (see the module doc); errors are preflight failures (exit 78).
+    #[cfg(unix)]
     pub(crate) fn bind(path: &Path) -> Result<IpcServer, DaemonError> {
+        use std::io::ErrorKind;
         use std::os::unix::fs::DirBuilderExt;
         use std::os::unix::fs::MetadataExt;
         use std::os::unix::fs::PermissionsExt;
@@ -74,7 +83,7 @@ impl IpcServer {
                 }
             }
         }
-        let listener = UnixListener::bind(path)
+        let listener = tokio::net::UnixListener::bind(path)
             .map_err(|e| fail(format!("cannot bind {}: {e}", path.display())))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| fail(format!("cannot restrict {}: {e}", path.display())))?;
@@ -84,71 +93,108 @@ impl IpcServer {
         })
     }
 
-    /// Serves until `stop`; then removes the socket file.
+    /// Creates the pipe `path` (see the module doc); errors are preflight failures (exit 78).
+    #[cfg(windows)]
+    pub(crate) fn bind(path: &Path) -> Result<IpcServer, DaemonError> {
+        let pipe = crate::runtime::pipe::Pipe::bind(path.as_os_str())
+            .map_err(|e| DaemonError::Preflight(format!("control pipe: {e}")))?;
+        Ok(IpcServer {
+            pipe,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Serves until `stop`; then removes the socket file. `control` is the control plane in
+    /// machine control mode (`None` for a legacy session).
     pub(crate) async fn serve(
-        self,
+        #[cfg_attr(not(windows), allow(unused_mut))] mut self,
         machine: Arc<Machine>,
         console: Arc<ConsoleSlot>,
+        control: Option<Arc<Control>>,
         stop: CancellationToken,
     ) {
+        #[cfg(unix)]
         let uid = rustix::process::getuid().as_raw();
         loop {
-            let accepted = tokio::select! {
-                () = stop.cancelled() => break,
-                a = self.listener.accept() => a,
-            };
-            let Ok((stream, _)) = accepted else {
-                continue;
-            };
-            match stream.peer_cred() {
-                Ok(c) if c.uid() == uid => {}
-                other => {
-                    tracing::warn!(peer = ?other.map(|c| c.uid()), "refused a control socket client of another user");
+            #[cfg(unix)]
+            let stream = {
+                let accepted = tokio::select! {
+                    () = stop.cancelled() => break,
+                    a = self.listener.accept() => a,
+                };
+                let Ok((stream, _)) = accepted else {
                     continue;
+                };
+                match stream.peer_cred() {
+                    Ok(c) if c.uid() == uid => {}
+                    other => {
+                        tracing::warn!(peer = ?other.map(|c| c.uid()), "refused a control socket client of another user");
+                        continue;
+                    }
                 }
-            }
+                stream
+            };
+            #[cfg(windows)]
+            let stream = {
+                let accepted = tokio::select! {
+                    () = stop.cancelled() => break,
+                    a = self.pipe.accept() => a,
+                };
+                match accepted {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::error!(error = %e, "the control pipe failed; `autogpt-shim approve` and the others cannot reach this daemon any more");
+                        break;
+                    }
+                }
+            };
             let m = machine.clone();
+            let c = control.clone();
             let stop = stop.clone();
             let console = console.clone();
             tokio::spawn(async move {
                 tokio::select! {
                     () = stop.cancelled() => {}
-                    () = client(stream, m, console) => {}
+                    () = client(stream, m, console, c) => {}
                 }
             });
         }
+        #[cfg(unix)]
         let _ = std::fs::remove_file(&self.path);
+        #[cfg(windows)]
+        let _ = &self.path;
     }
 }
 
 /// One client: frames until it closes or sends something that is not a frame.
-async fn client(mut s: UnixStream, machine: Arc<Machine>, console: Arc<ConsoleSlot>) {
+async fn client<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    machine: Arc<Machine>,
+    console: Arc<ConsoleSlot>,
+    control: Option<Arc<Control>>,
+) {
     loop {
-        let mut len = [0u8; 4];
-        if s.read_exact(&mut len).await.is_err() {
+        let mut header = [0u8; 4];
+        if s.read_exact(&mut header).await.is_err() {
             return;
         }
-        let len = u32::from_be_bytes(len) as usize;
-        if len > ipc::MAX_FRAME {
-            let _ = reply(
-                &mut s,
-                &error(
-                    IpcErrorKind::Malformed,
-                    format!(
-                        "frame of {len} bytes is over the {} byte limit",
-                        ipc::MAX_FRAME
-                    ),
-                ),
-            )
-            .await;
-            return;
-        }
+        let len = match ipc::body_len(header) {
+            Ok(len) => len,
+            Err(len) => {
+                let message = format!(
+                    "frame of {len} bytes is over the {} byte limit",
+                    ipc::MAX_FRAME
+                );
+                let _ = reply(&mut s, &error(IpcErrorKind::Malformed, message)).await;
+                return;
+            }
+        };
         let mut body = vec![0u8; len];
         if s.read_exact(&mut body).await.is_err() {
             return;
         }
         let response = match ipc::decode::<Request>(&body) {
-            Decoded::Message(r) => match handle(&machine, &console, r).await {
+            Decoded::Message(r) => match handle(&machine, &console, control.as_deref(), r).await {
                 Some(r) => r,
                 // The audit log failed: the daemon is stopping; answer nothing more.
                 None => return,
@@ -172,14 +218,16 @@ fn error(kind: IpcErrorKind, message: String) -> Response {
     Response::Error { kind, message }
 }
 
-async fn reply(s: &mut UnixStream, r: &Response) -> std::io::Result<()> {
-    let body = ipc::encode(r).map_err(std::io::Error::other)?;
-    let len = u32::try_from(body.len()).map_err(std::io::Error::other)?;
-    s.write_all(&len.to_be_bytes()).await?;
-    s.write_all(&body).await
+async fn reply<S: AsyncWrite + Unpin>(s: &mut S, r: &Response) -> std::io::Result<()> {
+    s.write_all(&ipc::encode_frame(r)?).await
 }
 
-async fn handle(machine: &Machine, console: &ConsoleSlot, r: Request) -> Option<Response> {
+async fn handle(
+    machine: &Machine,
+    console: &ConsoleSlot,
+    control: Option<&Control>,
+    r: Request,
+) -> Option<Response> {
     Some(match r {
         Request::Status => {
             Response::Status(Box::new(crate::runtime::status::snapshot(machine).await))
@@ -187,14 +235,7 @@ async fn handle(machine: &Machine, console: &ConsoleSlot, r: Request) -> Option<
         Request::ListApprovals => Response::Approvals(machine.approvals.pending()),
         Request::Decide { id, approve } => match steer::decide(machine, id, approve, "cli") {
             Ok(()) => Response::Done,
-            Err(DecideError::Unknown) => error(
-                IpcErrorKind::UnknownApproval,
-                format!("no command waits for approval {id}"),
-            ),
-            Err(DecideError::AlreadyDecided) => error(
-                IpcErrorKind::AlreadyDecided,
-                format!("approval {id} was already decided (or timed out)"),
-            ),
+            Err(e) => steer::decide_error(id, e),
         },
         Request::Pause => {
             steer::pause(machine, true, "cli").await.ok()?;
@@ -213,5 +254,31 @@ async fn handle(machine: &Machine, console: &ConsoleSlot, r: Request) -> Option<
             ),
             Err(e) => error(IpcErrorKind::ConsoleUnavailable, e),
         },
+        Request::AlwaysAllow { id } => return steer::always_allow(machine, id, "cli").await,
+        Request::Detach { session_id } => return detach(machine, control, &session_id).await,
     })
+}
+
+/// `detach SESSION`: ends the chat's runtime as `DETACH_SESSION` does (its binding is
+/// forgotten), audited as `LOCAL_CONTROL` (`detach`). `None` when the audit log failed.
+async fn detach(machine: &Machine, control: Option<&Control>, sid: &str) -> Option<Response> {
+    let Some(control) = control else {
+        return Some(error(
+            IpcErrorKind::NotInControlMode,
+            format!(
+                "this daemon serves the single legacy session {}; there is no chat to detach\nhint: stop the daemon to end it",
+                machine.settings.session_id.as_deref().unwrap_or("?")
+            ),
+        ));
+    };
+    match control.detach_local(sid, "cli").await {
+        Ok(true) => Some(Response::Done),
+        Ok(false) => Some(error(
+            IpcErrorKind::UnknownSession,
+            format!(
+                "no chat has the session id {sid:?}\nhint: `autogpt-shim status` lists the chats"
+            ),
+        )),
+        Err(_) => None,
+    }
 }

@@ -178,7 +178,7 @@ pub(crate) struct Machine {
     /// Computer use: the machine-wide lock, rate window and backend.
     pub(crate) cu: Arc<crate::runtime::cu::CuMachine>,
     /// The command policy (`command_policy_file`; allow-all without one).
-    pub(crate) policy: Arc<crate::policy::Policy>,
+    pub(crate) policy: Arc<crate::policy::amend::SharedPolicy>,
     /// Commands waiting for the local user's answer.
     pub(crate) approvals: Arc<crate::runtime::approvals::Approvals>,
     /// Set by `autogpt-shim pause`: new operations are refused until `resume`.

@@ -10,6 +10,7 @@
 //! * [`board`]: what the runtimes report for `status` and the console (connections,
 //!   operations, errors).
 //! * [`approvals`]: commands the policy holds for the local user's answer.
+//! * [`notify`]: desktop notifications with Approve / Deny buttons for them.
 //! * [`llm`]: the local-model route (Ollama discovery and completions).
 //! * [`hw`]: hardware advertisement and the PROPOSED operations.
 //! * [`cu`]: computer-use state and dispatch.
@@ -21,6 +22,7 @@
 //! * [`control`]: the machine control plane (browsing, root grants, child runtimes).
 //! * [`steer`]: the local user's actions (pause, resume, kill, approve), audited.
 //! * [`console`]: the local web console (login, live state, buttons).
+//! * `pipe` (Windows): the control socket's named pipe, admitting only this user.
 //! * `ipc_server`: the local control socket (`approve`, `deny`, `pause`, ...).
 //! * [`start`]: the daemon's one way in, legacy direct mode or machine control mode.
 
@@ -40,10 +42,13 @@ pub mod grant;
 pub mod handshake;
 pub mod harden;
 pub(crate) mod hw;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 pub(crate) mod ipc_server;
 pub(crate) mod llm;
 pub(crate) mod machine;
+pub(crate) mod notify;
+#[cfg(windows)]
+pub(crate) mod pipe;
 pub(crate) mod session_locks;
 pub mod start;
 pub(crate) mod status;

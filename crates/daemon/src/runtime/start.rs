@@ -244,12 +244,12 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     };
 
     // The local control socket: bound before SHIM_START, so that a second daemon stops here.
-    #[cfg(unix)]
+    #[cfg(any(unix, windows))]
     let ipc = match &control_socket {
         Some(p) => Some(crate::runtime::ipc_server::IpcServer::bind(p)?),
         None => None,
     };
-    #[cfg(not(unix))]
+    #[cfg(not(any(unix, windows)))]
     let _ = control_socket;
 
     // Step 5: SHIM_START before any connection.
@@ -299,7 +299,7 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         shutdown: shutdown.clone(),
         work_sem: Mutex::new(None),
         cu: Arc::new(crate::runtime::cu::CuMachine::new(&settings)),
-        policy: Arc::new(policy),
+        policy: Arc::new(crate::policy::amend::SharedPolicy::new(policy)),
         approvals: Arc::new(Approvals::new(settings.approval_timeout)),
         paused: std::sync::atomic::AtomicBool::new(false),
         kill: tokio::sync::watch::Sender::new(0),
@@ -311,6 +311,12 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             description: confinement.describe(),
         }),
     });
+    // Machine control mode's control plane, made before the control socket serves so that
+    // `autogpt-shim detach` reaches it.
+    let control = match (&settings.session_id, &jail) {
+        (Some(_), Some(_)) => None,
+        _ => Some(Control::new(machine.clone(), audit.clone())),
+    };
     let ipc_stop = CancellationToken::new();
     let console = crate::runtime::console::ConsoleSlot::new(machine.clone(), ipc_stop.clone());
     if settings.console {
@@ -326,12 +332,22 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             Err(e) => tracing::error!("the web console could not start: {e}"),
         }
     }
-    #[cfg(unix)]
-    let ipc_task =
-        ipc.map(|s| tokio::spawn(s.serve(machine.clone(), console.clone(), ipc_stop.clone())));
+    let notify_task = tokio::spawn(crate::runtime::notify::run(
+        machine.approvals.clone(),
+        ipc_stop.clone(),
+    ));
+    #[cfg(any(unix, windows))]
+    let ipc_task = ipc.map(|s| {
+        tokio::spawn(s.serve(
+            machine.clone(),
+            console.clone(),
+            control.clone(),
+            ipc_stop.clone(),
+        ))
+    });
 
-    let outcome = match (&settings.session_id, jail) {
-        (Some(sid), Some(jail)) => {
+    let outcome = match (&settings.session_id, jail, control) {
+        (Some(sid), Some(jail), _) => {
             let rt = Runtime {
                 machine: machine.clone(),
                 role: Role::Data {
@@ -350,8 +366,8 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             };
             rt.run().await
         }
-        _ => {
-            let control = Control::new(machine.clone(), audit.clone());
+        (_, _, control) => {
+            let control = control.unwrap_or_else(|| Control::new(machine.clone(), audit.clone()));
             let reaper_stop = CancellationToken::new();
             let reaper = tokio::spawn(control.clone().reaper(reaper_stop.clone()));
             let rt = Runtime {
@@ -376,11 +392,12 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     };
 
     ipc_stop.cancel();
-    #[cfg(unix)]
+    #[cfg(any(unix, windows))]
     if let Some(t) = ipc_task {
         let _ = t.await;
     }
     console.stopped().await;
+    let _ = notify_task.await;
     // Nothing of ours outlives the daemon: end and reap the exec sentinel (it kills any
     // command group still registered on the way out).
     #[cfg(unix)]

@@ -7,6 +7,10 @@ use std::sync::atomic::Ordering;
 use shim_audit::AuditResult;
 use shim_audit::Map;
 
+use crate::ipc::IpcErrorKind;
+use crate::ipc::Response;
+use crate::policy::amend::AmendError;
+use crate::runtime::approvals::Answer;
 use crate::runtime::approvals::DecideError;
 use crate::runtime::board::KillOpError;
 use crate::runtime::machine::Machine;
@@ -98,4 +102,114 @@ pub(crate) fn decide(
     by: &str,
 ) -> Result<(), DecideError> {
     machine.approvals.decide(id, approve, by)
+}
+
+/// The control-socket answer for a refused approval answer.
+pub(crate) fn decide_error(id: u64, e: DecideError) -> Response {
+    match e {
+        DecideError::Unknown => error(
+            IpcErrorKind::UnknownApproval,
+            format!("no command waits for approval {id}"),
+        ),
+        DecideError::AlreadyDecided => error(
+            IpcErrorKind::AlreadyDecided,
+            format!("approval {id} was already decided (or timed out)"),
+        ),
+    }
+}
+
+fn error(kind: IpcErrorKind, message: String) -> Response {
+    Response::Error { kind, message }
+}
+
+/// "Always allow" for the command waiting as approval `id`, answered by `by` (`cli`,
+/// `console`): appends the allow rules to the policy file and uses the new file at once
+/// ([`crate::policy::amend`]), writes a `LOCAL_CONTROL` record (`always_allow`: the file,
+/// the rules, who), then runs the command (its `COMMAND_POLICY` record says
+/// `always_allowed`, who and how long it waited). Nothing is approved when no rule could be
+/// written. `None` when the audit log failed (the daemon is stopping).
+pub(crate) async fn always_allow(machine: &Machine, id: u64, by: &str) -> Option<Response> {
+    if machine.policy.path.is_none() {
+        return Some(error(
+            IpcErrorKind::NoPolicyFile,
+            AmendError::NoFile.to_string(),
+        ));
+    }
+    let subject = match machine.approvals.subject(id) {
+        Ok(s) => s,
+        Err(e) => return Some(decide_error(id, e)),
+    };
+    let note = format!(
+        "Added by \"always allow\" of approval {id} (answered by {by}) at {}",
+        shim_audit::export::utc_now_stamp()
+    );
+    let policy = machine.policy.clone();
+    let amended = tokio::task::spawn_blocking(move || policy.always_allow(&subject, &note)).await;
+    let amended = match amended {
+        Ok(Ok(a)) => a,
+        Ok(Err(e)) => {
+            let kind = match e {
+                AmendError::NoFile => IpcErrorKind::NoPolicyFile,
+                _ => IpcErrorKind::PolicyNotChanged,
+            };
+            return Some(error(
+                kind,
+                format!("approval {id} still waits; no rule was added: {e}"),
+            ));
+        }
+        Err(e) => {
+            return Some(error(
+                IpcErrorKind::PolicyNotChanged,
+                format!("approval {id} still waits; no rule was added: {e}"),
+            ));
+        }
+    };
+    let file = amended.file.display().to_string();
+    let details = Map::new()
+        .with("action", "always_allow")
+        .with("decided_by", by)
+        .with("approval_id", id)
+        .with("policy_file", file.as_str())
+        .with(
+            "rules",
+            amended
+                .rules
+                .iter()
+                .map(|(_, r)| r.clone())
+                .collect::<Vec<_>>(),
+        )
+        .with(
+            "rule_lines",
+            amended.rules.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
+        );
+    if machine
+        .audit
+        .op("LOCAL_CONTROL", None, details, AuditResult::default())
+        .await
+        .is_err()
+    {
+        return None;
+    }
+    tracing::warn!(approval = id, file = %file, rules = amended.rules.len(), "always allow: rule added to the command policy");
+    Some(
+        match machine.approvals.answer(id, Answer::AlwaysAllowed, by) {
+            Ok(()) => Response::RuleAdded {
+                file,
+                rules: amended
+                    .rules
+                    .into_iter()
+                    .map(|(l, r)| (u32::try_from(l).unwrap_or(u32::MAX), r))
+                    .collect(),
+            },
+            Err(e) => {
+                let Response::Error { kind, message } = decide_error(id, e) else {
+                    return None;
+                };
+                error(
+                    kind,
+                    format!("{message}; the rule was added to {file} all the same"),
+                )
+            }
+        },
+    )
 }

@@ -236,15 +236,29 @@ async fn deny(State(st): State<Arc<ConsoleState>>, Path(id): Path<u64>) -> Respo
     decided(id, steer::decide(&st.machine, id, false, "console"))
 }
 
-/// "Always allow": approve now and write a rule to the policy file.
-// TODO(i15b): the always-allow request (writing the rule) is built on branch i15b; once it
-// is on main, call it here. Until then this answers 501 and the page says so.
-async fn always(Path(id): Path<u64>) -> Response {
-    (
-        StatusCode::NOT_IMPLEMENTED,
-        format!("\"always allow\" is not available in this build; approve {id} or add a rule to the policy file\n"),
-    )
-        .into_response()
+/// "Always allow": approve now and write a rule to the policy file
+/// ([`steer::always_allow`]).
+async fn always(State(st): State<Arc<ConsoleState>>, Path(id): Path<u64>) -> Response {
+    use crate::ipc::IpcErrorKind;
+    match steer::always_allow(&st.machine, id, "console").await {
+        Some(crate::ipc::Response::RuleAdded { file, rules }) => (
+            StatusCode::OK,
+            format!("ok: {} rule(s) added to {file}\n", rules.len()),
+        )
+            .into_response(),
+        Some(crate::ipc::Response::Error { kind, message }) => {
+            let status = match kind {
+                IpcErrorKind::UnknownApproval => StatusCode::NOT_FOUND,
+                _ => StatusCode::CONFLICT,
+            };
+            (status, format!("{message}\n")).into_response()
+        }
+        Some(_) => text(StatusCode::INTERNAL_SERVER_ERROR, "unexpected answer\n"),
+        None => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the audit log failed; the daemon is stopping\n",
+        ),
+    }
 }
 
 async fn kill_one(State(st): State<Arc<ConsoleState>>, Path(id): Path<u64>) -> Response {
