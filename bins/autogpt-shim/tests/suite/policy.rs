@@ -613,3 +613,68 @@ async fn detach_through_the_control_socket_ends_the_chat_like_the_platform_s_det
     assert!(err.contains("single legacy session"), "{err}");
     env.stop(child).await;
 }
+
+/// Connects to `sock` as uid/gid 65534 (`setpriv`), sends `frame` and reports what happened:
+/// `EACCES` (the connect was refused), `EOF` (the daemon closed, or reset, the connection
+/// without answering) or `REPLY` (it answered).
+async fn as_nobody(sock: &std::path::Path, frame: &[u8]) -> String {
+    let script = "import socket, sys\n\
+s = socket.socket(socket.AF_UNIX)\n\
+s.settimeout(10)\n\
+try:\n    s.connect(sys.argv[1])\n\
+except PermissionError:\n    print('EACCES'); sys.exit(0)\n\
+try:\n    s.sendall(bytes.fromhex(sys.argv[2]))\n    print('REPLY' if s.recv(4) else 'EOF')\n\
+except (ConnectionResetError, BrokenPipeError):\n    print('EOF')\n";
+    let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+    let out = tokio::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        // Debian's python3 (a python3 earlier on PATH may live where 65534 cannot read).
+        .args(["/usr/bin/python3", "-c", script])
+        .arg(sock)
+        .arg(hex)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test]
+async fn another_user_cannot_steer_the_daemon_even_when_the_socket_is_opened_up() {
+    use std::os::unix::fs::PermissionsExt;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIP: needs root to act as another user (setpriv)");
+        return;
+    }
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.start_legacy(SID, &["--enable-shell"]);
+    let _conn = env.next().await;
+    let sock = socket(&env);
+    wait_until("the control socket", || sock.exists()).await;
+    let pause = shim_daemon::ipc::encode_frame(&shim_daemon::ipc::Request::Pause).unwrap();
+
+    // First wall: the private directory (0700) keeps another user from the socket.
+    assert_eq!(as_nobody(&sock, &pause).await, "EACCES");
+
+    // Second wall: with every directory and the socket opened to all (as a careless admin
+    // or a hostile process running as the user might), the daemon still checks the peer's
+    // uid and closes the connection without acting on it.
+    let set = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    set(env.dir.path(), 0o711);
+    set(&env.dir.path().join("run"), 0o711);
+    set(sock.parent().unwrap(), 0o711);
+    set(&sock, 0o666);
+    assert_eq!(as_nobody(&sock, &pause).await, "EOF");
+
+    let (code, out, _) = cli(&env, &["status", "--json"]).await;
+    assert_eq!(code, 0, "{out}");
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(s["paused"], false, "another user's pause took effect: {s}");
+    env.stop(child).await;
+    assert!(
+        with_op(&env.audit_records(), "LOCAL_CONTROL").is_empty(),
+        "another user's request was acted on"
+    );
+}
