@@ -214,8 +214,13 @@ pub async fn run(enable_shell: bool, out: &mut (dyn Write + Send)) -> DemoResult
         legacy_key: None,
         shutdown: shutdown.clone(),
         out: Box::new(std::io::sink()),
-        // The demo's own socket, so that it runs beside a real daemon.
-        control_socket: Some(dir.path().join("run").join("control.sock")),
+        // The demo's own socket (Windows: its own named pipe), so that it runs beside a
+        // real daemon.
+        control_socket: Some(if cfg!(windows) {
+            crate::ipc::pipe_name(&format!("demo-{}", std::process::id()))
+        } else {
+            dir.path().join("run").join("control.sock")
+        }),
     };
     let daemon = tokio::spawn(crate::runtime::start::start(settings, deps));
     let result = play(&mut s, &peer, &home, &project, enable_shell).await;
@@ -224,7 +229,13 @@ pub async fn run(enable_shell: bool, out: &mut (dyn Write + Send)) -> DemoResult
         .await
         .map_err(e("the daemon did not stop"))?
         .map_err(e("daemon task"))?;
-    result?;
+    if let Err(r) = result {
+        // Say why the daemon gave up (a preflight failure reads "did not connect" above).
+        return Err(match stopped {
+            Err(d) => format!("{r}; the daemon stopped with: {d}"),
+            Ok(_) => r,
+        });
+    }
     stopped.map_err(e("daemon"))?;
     s.say("\nDaemon stopped (SIGINT/SIGTERM would do the same).");
 
