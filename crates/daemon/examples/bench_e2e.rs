@@ -33,6 +33,7 @@
 //! temp dir), `MALLOC_*` (passed through to the daemon).
 #![allow(clippy::print_stdout)]
 
+mod bench_common;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -42,7 +43,6 @@ use std::time::Instant;
 
 use futures_util::SinkExt;
 use futures_util::StreamExt;
-use shim_auth::CredentialStore;
 use shim_auth::EncryptedFileStore;
 use shim_auth::KdfParams;
 use shim_auth::Secret;
@@ -82,33 +82,11 @@ enum Store {
     Keychain(std::ffi::OsString),
 }
 
-/// Writes the audit key and tokens the binary reads into `store`.
-fn credentials(store: &dyn CredentialStore) -> Res<()> {
-    let key = shim_audit::AuditKey::generate()?;
-    store.set(
-        shim_auth::account::AUDIT_KEY,
-        &Secret::new(key.to_hex().as_str()),
-    )?;
-    let dep = format!("autogpt-local-executor@{PLATFORM_URL}");
-    store.set(
-        &shim_auth::account::access_token(&dep),
-        &Secret::new("bench-access-token"),
-    )?;
-    store.set(
-        &shim_auth::account::refresh_token(&dep),
-        &Secret::new("bench-refresh-token"),
-    )?;
-    Ok(())
-}
-
 /// An encrypted credential file in `dir` written with Argon2 `params`.
 fn file_store(dir: &Path, params: KdfParams) -> Res<Store> {
     std::fs::create_dir_all(dir)?;
-    credentials(&EncryptedFileStore::with_params(
-        dir,
-        Secret::new(PASSPHRASE),
-        params,
-    )?)?;
+    let store = EncryptedFileStore::with_params(dir, Secret::new(PASSPHRASE), params)?;
+    bench_common::seed_credentials(&store, PLATFORM_URL)?;
     Ok(Store::File(dir.to_owned()))
 }
 
@@ -118,7 +96,7 @@ fn keychain_store() -> Option<Store> {
     let bus = std::env::var_os("DBUS_SESSION_BUS_ADDRESS")?;
     let k = shim_auth::KeychainStore::new();
     k.probe().ok()?;
-    credentials(&k).ok()?;
+    bench_common::seed_credentials(&k, PLATFORM_URL).ok()?;
     Some(Store::Keychain(bus))
 }
 

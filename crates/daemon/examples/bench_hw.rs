@@ -25,6 +25,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 #[cfg(unix)]
+mod bench_common;
+
+#[cfg(unix)]
 mod bench {
     use std::io::Read;
     use std::io::Write;
@@ -40,7 +43,6 @@ mod bench {
     use base64::Engine;
     use serialport::SerialPort;
     use serialport::TTYPort;
-    use shim_auth::CredentialStore;
     use shim_auth::EncryptedFileStore;
     use shim_auth::KdfParams;
     use shim_auth::Secret;
@@ -290,17 +292,7 @@ mod bench {
         std::fs::create_dir_all(dir)?;
         let store =
             EncryptedFileStore::with_params(dir, Secret::new(PASSPHRASE), KdfParams::MIN_ACCEPTED)?;
-        let key = shim_audit::AuditKey::generate()?;
-        store.set(
-            shim_auth::account::AUDIT_KEY,
-            &Secret::new(key.to_hex().as_str()),
-        )?;
-        let dep = format!("autogpt-local-executor@{PLATFORM_URL}");
-        store.set(
-            &shim_auth::account::access_token(&dep),
-            &Secret::new("bench-access-token"),
-        )?;
-        Ok(())
+        crate::bench_common::seed_credentials(&store, PLATFORM_URL)
     }
 
     fn verdict(ok: bool) -> &'static str {
