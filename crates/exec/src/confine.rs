@@ -291,10 +291,8 @@ impl Confinement {
                     sup.landlock_abi
                 )));
             }
-            let tmp = tempfile::Builder::new()
-                .prefix("autogpt-shim-cmd-")
-                .tempdir()
-                .map_err(|e| err("private temporary directory", e))?;
+            let tmp =
+                crate::private_tmp::create().map_err(|e| err("private temporary directory", e))?;
             let tmp_path = std::fs::canonicalize(tmp.path())
                 .map_err(|e| err("private temporary directory", e))?;
             let opened = opened_rules(policy)?;
@@ -350,12 +348,17 @@ fn canonical_policy(p: &SandboxPolicy) -> SandboxPolicy {
     }
 }
 
+/// The canonical paths of the entries of `dir`, itself canonical: only symlinks need
+/// resolving (a crowded `/tmp` has thousands of entries, and this runs whenever it changes).
 fn list_canonical(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     rd.flatten()
-        .filter_map(|e| std::fs::canonicalize(e.path()).ok())
+        .filter_map(|e| match e.file_type() {
+            Ok(t) if !t.is_symlink() => Some(e.path()),
+            _ => std::fs::canonicalize(e.path()).ok(),
+        })
         .collect()
 }
 

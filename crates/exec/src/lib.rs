@@ -105,6 +105,8 @@ mod error;
 mod executor;
 pub mod limits;
 pub mod output;
+#[cfg(target_os = "linux")]
+mod private_tmp;
 #[cfg(unix)]
 mod process;
 #[cfg(windows)]

@@ -238,9 +238,12 @@ const SENTINEL_STOP_WAIT: Duration = Duration::from_secs(2);
 /// Ends the daemon's sentinel and reaps it, for a clean stop (call it last, after every
 /// command has finished): closing the registration pipe makes the sentinel kill every
 /// command group still registered and exit at once, as it would if the daemon died. If it
-/// has not exited after a while it is killed. Idempotent; a later command would start a new
-/// one.
+/// has not exited after a while it is killed. On Linux it also removes the directory that
+/// held the commands' private temporary directories. Idempotent; a later command would
+/// start a new sentinel.
 pub fn stop_sentinel() {
+    #[cfg(target_os = "linux")]
+    crate::private_tmp::remove_parent();
     let taken = SENTINEL.lock().unwrap_or_else(|p| p.into_inner()).take();
     let Some(Sentinel { writer, mut child }) = taken else {
         return;

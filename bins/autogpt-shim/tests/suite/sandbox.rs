@@ -482,3 +482,112 @@ async fn a_bad_or_unenforceable_sandbox_setting_refuses_to_start() {
         assert!(err.contains(needle) && err.contains("hint:"), "{err}");
     }
 }
+
+/// The commands' private temporary directories of a daemon in `tmp` (its `TMPDIR`).
+fn private_parents(tmp: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("autogpt-shim-cmds-"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Starts a confined daemon whose `TMPDIR` is `tmp`, and its data connection.
+async fn start_in_tmp(env: &Env, tmp: &Path) -> (Child, shim_platform_peer::Connection) {
+    let root = env.root_str().to_owned();
+    let mut cmd = daemon_command(
+        env,
+        &[
+            "--allowed-root",
+            root.as_str(),
+            "start",
+            "--session-id",
+            SID,
+            "--enable-shell",
+            "--shell-sandbox",
+            "workspace-write",
+        ],
+        None,
+    );
+    cmd.env("TMPDIR", tmp);
+    let child = cmd.spawn().unwrap();
+    (child, env.next().await)
+}
+
+/// Each command's `TMPDIR` sits in one directory per daemon (so that `/tmp` does not
+/// change for every command, which made the sandbox list it again: 30 ms a command). The
+/// daemon removes that directory when it stops; one it could not remove (it was killed)
+/// is removed by the next daemon, and a live daemon's is left alone.
+#[tokio::test]
+async fn private_temporary_directories_go_with_the_daemon_even_a_killed_one() {
+    let env = Env::new(PeerConfig::default()).await;
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+
+    // A clean stop leaves nothing.
+    let (child, conn) = start_in_tmp(&env, &tmp).await;
+    let (code, out, err) = run(&conn, "echo \"$TMPDIR\"", 10).await;
+    assert_eq!(code, 0, "{err}");
+    let cmd_tmp = PathBuf::from(out.trim());
+    let parents = private_parents(&tmp);
+    assert_eq!(parents.len(), 1, "{parents:?}");
+    assert_eq!(cmd_tmp.parent(), Some(parents[0].as_path()), "{out}");
+    assert!(!cmd_tmp.exists(), "the command's directory outlived it");
+    stop_cleanly(child).await;
+    assert_eq!(private_parents(&tmp), Vec::<PathBuf>::new());
+
+    // A killed daemon leaves its directory behind, with a running command's inside.
+    let (mut killed, conn) = start_in_tmp(&env, &tmp).await;
+    let run_long = tokio::spawn(async move { run(&conn, "sleep 30", 40).await });
+    let left = loop {
+        let p = private_parents(&tmp);
+        if p.len() == 1 && std::fs::read_dir(&p[0]).unwrap().count() > 1 {
+            break p[0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    killed.kill().await.unwrap();
+    run_long.abort();
+    assert!(left.is_dir());
+
+    // A live daemon's directory is not touched by another daemon.
+    let other = Env::new(PeerConfig::default()).await;
+    let (live, live_conn) = start_in_tmp(&other, &tmp).await;
+    assert_eq!(run(&live_conn, "true", 10).await.0, 0);
+    let live_dir = private_parents(&tmp)
+        .into_iter()
+        .find(|p| *p != left)
+        .unwrap();
+
+    // Leftovers are only swept once they are a minute old (a daemon that has just made its
+    // directory may not hold its lock yet): age both, then let a new daemon run a command.
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(120);
+    for p in [&left, &live_dir] {
+        std::fs::File::open(p)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+    }
+    let third = Env::new(PeerConfig::default()).await;
+    let (child, conn) = start_in_tmp(&third, &tmp).await;
+    assert_eq!(run(&conn, "true", 10).await.0, 0);
+    let now = private_parents(&tmp);
+    assert!(
+        !now.contains(&left),
+        "the killed daemon's directory stays: {now:?}"
+    );
+    assert!(
+        now.contains(&live_dir),
+        "a live daemon's directory was removed: {now:?}"
+    );
+    assert_eq!(now.len(), 2, "{now:?}");
+    stop_cleanly(child).await;
+    stop_cleanly(live).await;
+    assert_eq!(private_parents(&tmp), Vec::<PathBuf>::new());
+}

@@ -91,7 +91,7 @@ async fn workspace_write_confines_writes_and_hides_the_home() {
     .await;
     assert_eq!(code, 0, "{err}");
     let tmp = stdout.lines().nth(1).unwrap().to_owned();
-    assert!(tmp.contains("autogpt-shim-cmd-"), "{tmp}");
+    assert!(tmp.contains("/autogpt-shim-cmds-"), "{tmp}");
     assert!(!std::path::Path::new(&tmp).exists(), "{tmp} left behind");
     // The system stays readable and executable.
     let (code, _, err) = sh_ok(
