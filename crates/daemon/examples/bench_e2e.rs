@@ -101,12 +101,15 @@ fn keychain_store() -> Option<Store> {
 }
 
 /// The daemon in legacy mode against `peer`, with its throw-away directories under `dir`.
+#[derive(Clone)]
 struct Daemon<'a> {
     bin: &'a Path,
     dir: &'a Path,
     root: &'a str,
     ws_base: String,
     audit_log: PathBuf,
+    /// Settings given to this daemon on top of the bench's own (the shell sandbox modes).
+    env: Vec<(&'static str, &'static str)>,
 }
 
 impl Daemon<'_> {
@@ -146,6 +149,7 @@ impl Daemon<'_> {
                 LOCAL_MAX_CONCURRENT.to_string(),
             )
             .envs(std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("MALLOC_")))
+            .envs(self.env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(self.dir.join("daemon.stderr"))?)
@@ -195,6 +199,27 @@ impl Daemon<'_> {
     }
 }
 
+/// p50 of `EXECUTE_COMMAND true`, one in flight.
+async fn exec_true(conn: &Connection, iters: u64) -> Res<Duration> {
+    let make = |_| {
+        Message::ExecuteCommand(ExecuteCommand {
+            argv: Some(vec!["true".to_owned()]),
+            ..ExecuteCommand::default()
+        })
+    };
+    let n = (iters / 4).max(4);
+    Ok(
+        sequential(conn, n, shim_protocol::MessageType::CommandResult, make)
+            .await?
+            .0,
+    )
+}
+
+/// Flushes every file system's dirty data (sync(2)), so a probe pays for itself only.
+fn sync_all() {
+    let _ = std::process::Command::new("sync").status();
+}
+
 /// (p50, p99) of appending a 300-byte line and `fdatasync` in `dir`: what AUDIT_AUTH_CLI.md
 /// 1.11 step 4 makes every audited request wait for, on the audit log's own filesystem.
 fn fsync_floor(dir: &Path, n: u64) -> Res<(Duration, Duration)> {
@@ -217,8 +242,22 @@ fn fsync_floor(dir: &Path, n: u64) -> Res<(Duration, Duration)> {
     Ok(percentiles(&mut samples))
 }
 
-/// `VmRSS` and `VmHWM` of `pid` in KiB.
-fn memory_kib(pid: u32) -> Res<(u64, u64)> {
+/// What `/proc/<pid>/status` says of a process's memory, in KiB.
+#[derive(Debug, Clone, Copy, Default)]
+struct Memory {
+    /// `VmRSS`.
+    rss: u64,
+    /// `VmHWM`, the peak RSS.
+    hwm: u64,
+    /// `RssAnon`: heap, stacks.
+    anon: u64,
+    /// `RssFile`: the mapped binary and libraries.
+    file: u64,
+    /// `Threads`.
+    threads: u64,
+}
+
+fn memory_kib(pid: u32) -> Res<Memory> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let field = |name: &str| {
         status
@@ -228,7 +267,13 @@ fn memory_kib(pid: u32) -> Res<(u64, u64)> {
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0)
     };
-    Ok((field("VmRSS:"), field("VmHWM:")))
+    Ok(Memory {
+        rss: field("VmRSS:"),
+        hwm: field("VmHWM:"),
+        anon: field("RssAnon:"),
+        file: field("RssFile:"),
+        threads: field("Threads:"),
+    })
 }
 
 fn mib(kib: u64) -> String {
@@ -521,6 +566,8 @@ struct Run {
     read: Duration,
     write: Duration,
     exec: Duration,
+    exec_off: Duration,
+    exec_confined: Duration,
     stat_rate: f64,
     read_rate: f64,
     write_rate: f64,
@@ -528,7 +575,7 @@ struct Run {
     chats_rate: f64,
     chats_p50: Duration,
     chats_p99: Duration,
-    idle_rss_kib: u64,
+    idle: Memory,
     loaded_hwm_kib: u64,
 }
 
@@ -544,12 +591,16 @@ async fn one_run(
 ) -> Res<Run> {
     use shim_protocol::MessageType as M;
     let mut run = Run::default();
+    // The floor first, after the kernel has written back what earlier phases left dirty:
+    // measured after the write phases it paid for their writeback, not for one record.
+    sync_all();
+    run.fsync = fsync_floor(audit_dir, iters / 4)?.0;
     let (mut child, conn, _) = daemon.start(peer, store).await?;
     let pid = child.id().ok_or("the daemon exited at once")?;
     // The effective cap is min(local, platform) (5.3).
     let in_flight = usize::try_from(conn.ack.max_concurrent.min(LOCAL_MAX_CONCURRENT))?;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    run.idle_rss_kib = memory_kib(pid)?.0;
+    run.idle = memory_kib(pid)?;
     let root = daemon.root;
     // PING is answered without the jail or the audit log: the daemon's own floor.
     run.ping = sequential(&conn, iters, M::Pong, |_| {
@@ -572,20 +623,13 @@ async fn one_run(
     })
     .await?
     .0;
-    run.exec = sequential(&conn, (iters / 4).max(4), M::CommandResult, |_| {
-        Message::ExecuteCommand(ExecuteCommand {
-            argv: Some(vec!["true".to_owned()]),
-            ..ExecuteCommand::default()
-        })
-    })
-    .await?
-    .0;
+    run.exec = exec_true(&conn, iters).await?;
     let one = [(Arc::new(conn), root.to_owned())];
     run.stat_rate = throughput(&one, in_flight, Load::Stat, secs).await?.0;
     run.read_rate = throughput(&one, in_flight, Load::Read4k, secs).await?.0;
     run.write_rate = throughput(&one, in_flight, Load::Write64k, secs).await?.0;
     run.mixed_rate = throughput(&one, in_flight, Load::Mixed, secs).await?.0;
-    run.loaded_hwm_kib = memory_kib(pid)?.1;
+    run.loaded_hwm_kib = memory_kib(pid)?.hwm;
     let _ = child.start_kill();
     let _ = child.wait().await;
     drop(one);
@@ -603,7 +647,30 @@ async fn one_run(
         &stat(&format!("{root}/4k.txt")),
     )?;
     run.echo = echo_floor(iters, frame).await?.0;
-    run.fsync = fsync_floor(audit_dir, iters / 4)?.0;
+
+    // The command path per shell sandbox (issue 14: confined within 0.5 ms of `off`).
+    for (env, out) in [
+        (
+            vec![("AUTOGPT_SHIM_SHELL_SANDBOX", "off")],
+            &mut run.exec_off,
+        ),
+        (
+            vec![
+                ("AUTOGPT_SHIM_SHELL_SANDBOX", "workspace-write"),
+                ("AUTOGPT_SHIM_SHELL_NETWORK", "deny"),
+            ],
+            &mut run.exec_confined,
+        ),
+    ] {
+        let d = Daemon {
+            env,
+            ..daemon.clone()
+        };
+        let (mut child, conn, _) = d.start(peer, store).await?;
+        *out = exec_true(&conn, iters).await?;
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
     Ok(run)
 }
 
@@ -648,6 +715,7 @@ async fn main() -> Res<()> {
         root: &root_s,
         ws_base: peer.ws_base(),
         audit_log: audit_dir.join("audit.log"),
+        env: Vec::new(),
     };
 
     // Start-up, per credential store: the keychain (the default) when one answers, and the
@@ -709,6 +777,16 @@ async fn main() -> Res<()> {
         "    mixed stat/read/write/list, one connection {:>7.0} /s",
         r(|r| r.mixed_rate)
     );
+    let (anon, file) = (
+        median_by(&all, |r| r.idle.anon),
+        median_by(&all, |r| r.idle.file),
+    );
+    println!(
+        "    idle RSS: anonymous / file-backed  {:>10} / {}, {} threads",
+        mib(anon),
+        mib(file),
+        median_by(&all, |r| r.idle.threads)
+    );
     println!(
         "    loaded peak RSS (VmHWM)            {:>10}",
         mib(median_by(&all, |r| r.loaded_hwm_kib))
@@ -718,11 +796,12 @@ async fn main() -> Res<()> {
     let stat = m(|r| r.stat);
     let read = m(|r| r.read);
     let exec = m(|r| r.exec);
+    let (exec_off, exec_confined) = (m(|r| r.exec_off), m(|r| r.exec_confined));
     let (stat_rate, read_rate, write_rate) =
         (r(|r| r.stat_rate), r(|r| r.read_rate), r(|r| r.write_rate));
     let (chats_rate, mixed_rate) = (r(|r| r.chats_rate), r(|r| r.mixed_rate));
     let (chats_p50, chats_p99) = (m(|r| r.chats_p50), m(|r| r.chats_p99));
-    let idle = median_by(&all, |r| r.idle_rss_kib);
+    let idle = median_by(&all, |r| r.idle.rss);
     let mut rows: Vec<(String, String, String, bool)> = vec![
         (
             "FILE_STAT p50, one in flight".into(),
@@ -770,10 +849,25 @@ async fn main() -> Res<()> {
             chats_p99 <= chats_p50 * 10,
         ),
         (
-            "EXECUTE_COMMAND true p50".into(),
+            "EXECUTE_COMMAND true p50 (default)".into(),
             us(exec),
             "<= 1200 µs".into(),
             exec <= Duration::from_micros(1200),
+        ),
+        (
+            "EXECUTE_COMMAND true p50, sandbox off".into(),
+            us(exec_off),
+            "<= 1200 µs".into(),
+            exec_off <= Duration::from_micros(1200),
+        ),
+        (
+            "EXECUTE_COMMAND, workspace-write + deny".into(),
+            us(exec_confined),
+            format!(
+                "<= off + 500 µs = {} (issue 14)",
+                us(exec_off + Duration::from_micros(500))
+            ),
+            exec_confined <= exec_off + Duration::from_micros(500),
         ),
         (
             "idle RSS".into(),
