@@ -23,14 +23,17 @@
 //! * the floors, measured in the same run: a bare tokio-tungstenite echo round trip of a
 //!   `FILE_STAT`-sized text frame over loopback (TCP_NODELAY on both ends), and append +
 //!   `fdatasync` of a 300-byte line in the audit log's directory (AUDIT_AUTH_CLI.md 1.11
-//!   step 4 puts one before every audited response).
+//!   step 4 puts one before every audited response);
+//! * `EXECUTE_COMMAND true` again on daemons with the shell sandbox `off` and with
+//!   `workspace-write` + `deny` (issue 14).
 //!
 //! It then prints every target of issue 17 with its measured value and PASS/FAIL.
 //!
 //! Environment: `BENCH_E2E_ITERS` (sequential requests per kind and run, default 1000; a
 //! quarter of that for writes and commands), `BENCH_E2E_SECS` (each throughput phase,
 //! default 2), `BENCH_E2E_RUNS`, `BENCH_E2E_AUDIT_DIR` (where the audit log goes; default the
-//! temp dir), `MALLOC_*` (passed through to the daemon).
+//! temp dir), `MALLOC_*` and `AUTOGPT_SHIM_*` (passed through to the daemon; the latter
+//! override the bench's settings, to measure another configuration).
 #![allow(clippy::print_stdout)]
 
 mod bench_common;
@@ -149,6 +152,11 @@ impl Daemon<'_> {
                 LOCAL_MAX_CONCURRENT.to_string(),
             )
             .envs(std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("MALLOC_")))
+            // Settings from the bench's own environment win over the bench's defaults (to
+            // measure another configuration); the per-phase settings win over both.
+            .envs(std::env::vars_os().filter(|(k, _)| {
+                k.to_string_lossy().starts_with("AUTOGPT_SHIM_")
+            }))
             .envs(self.env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
