@@ -326,6 +326,16 @@ impl Confinement {
         self.tmpdir.as_ref().map(tempfile::TempDir::path)
     }
 
+    /// The program and argument vector to execute for `program` / `argv`: unchanged on
+    /// Linux, where the confinement is applied in the child before `execve`.
+    pub fn command(
+        &self,
+        program: std::ffi::OsString,
+        argv: Vec<std::ffi::OsString>,
+    ) -> (std::ffi::OsString, Vec<std::ffi::OsString>) {
+        (program, argv)
+    }
+
     /// The file-system mode applied.
     pub fn mode(&self) -> SandboxMode {
         self.mode
