@@ -315,7 +315,10 @@ impl Confinement {
                 c.namespaces = Some(shared_ns()?);
                 c.seccomp = Some(seccomp_program(false)?);
             }
-            Some(NetMechanism::Seccomp) => c.seccomp = Some(seccomp_program(true)?),
+            // (`mechanism` above is never Seatbelt, the macOS mechanism.)
+            Some(NetMechanism::Seccomp | NetMechanism::Seatbelt) => {
+                c.seccomp = Some(seccomp_program(true)?)
+            }
             None => {}
         }
         Ok(c)

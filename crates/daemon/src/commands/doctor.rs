@@ -187,6 +187,7 @@ fn confinement_checks(settings: &Settings) -> Vec<Check> {
             "deny uses a fresh user and network namespace (loopback only) plus a seccomp filter on Unix sockets".to_owned()
         }
         Ok(NetMechanism::Seccomp) => "unprivileged user namespaces are not available here: deny refuses every socket with seccomp and TCP with Landlock".to_owned(),
+        Ok(NetMechanism::Seatbelt) => "deny is a Seatbelt rule (sandbox-exec): no network except Unix sockets inside the folder".to_owned(),
         Err(why) => format!("deny is not available: {why}"),
     };
     match crate::confinement::effective(settings) {
