@@ -33,13 +33,13 @@ pub fn sandbox_exec_available() -> bool {
     Path::new(SANDBOX_EXEC).is_file()
 }
 
-/// Everything one command's confinement needs: the private temporary directory (removed
-/// when this value is dropped) and the generated profile.
+/// Everything one command's confinement needs: the private temporary directory, if any
+/// (removed when this value is dropped), and the generated profile.
 #[derive(Debug)]
 pub struct Confinement {
     mode: SandboxMode,
     network: NetworkMode,
-    tmpdir: tempfile::TempDir,
+    tmpdir: Option<tempfile::TempDir>,
     profile: SeatbeltProfile,
 }
 
@@ -54,11 +54,22 @@ impl Confinement {
         if !sandbox_exec_available() {
             return Err(SandboxError(format!("{SANDBOX_EXEC} is missing")));
         }
-        let tmpdir = tempfile::Builder::new()
-            .prefix("autogpt-shim-cmd-")
-            .tempdir()
-            .map_err(|e| SandboxError(format!("private temporary directory: {e}")))?;
-        let tmp = canonical(tmpdir.path()).unwrap_or_else(|| tmpdir.path().to_owned());
+        // As on Linux, only a file-system sandbox gets a private temporary directory
+        // (`off` + `deny` confines the network alone; the profile then names no path).
+        let tmpdir = if policy.mode.confines() {
+            Some(
+                tempfile::Builder::new()
+                    .prefix("autogpt-shim-cmd-")
+                    .tempdir()
+                    .map_err(|e| SandboxError(format!("private temporary directory: {e}")))?,
+            )
+        } else {
+            None
+        };
+        let tmp = match &tmpdir {
+            Some(t) => canonical(t.path()).unwrap_or_else(|| t.path().to_owned()),
+            None => PathBuf::new(),
+        };
         let canonical_policy = SandboxPolicy {
             folder: canonical(&policy.folder).unwrap_or_else(|| policy.folder.clone()),
             home: policy.home.as_deref().and_then(canonical),
@@ -85,9 +96,9 @@ impl Confinement {
         })
     }
 
-    /// The private temporary directory (given to the command as `TMPDIR`).
+    /// The private temporary directory (given to the command as `TMPDIR`), if any.
     pub fn tmpdir(&self) -> Option<&Path> {
-        Some(self.tmpdir.path())
+        self.tmpdir.as_ref().map(tempfile::TempDir::path)
     }
 
     /// The program and argument vector to execute for `program` / `argv`:
