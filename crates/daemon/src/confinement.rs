@@ -43,16 +43,34 @@ impl Platform {
                     .ok_or_else(|| "seccomp is not available in this kernel".to_owned()),
             }
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(target_os = "macos")]
         {
-            let why = if cfg!(target_os = "macos") {
-                "the macOS Seatbelt sandbox is generated but not yet applied by this build"
-            } else {
-                "no command sandbox is available on this OS yet"
-            };
+            Platform::macos(shim_exec::confine::sandbox_exec_available())
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+        {
+            let why = "no command sandbox is available on this OS yet";
             Platform {
                 file_system: Err(why.into()),
                 network: Err(why.into()),
+            }
+        }
+    }
+
+    /// macOS: the Seatbelt profile applied by `sandbox-exec`, if that program is
+    /// installed (pure, so that it is tested on every OS).
+    pub fn macos(sandbox_exec_present: bool) -> Platform {
+        let exe = shim_exec::seatbelt::SANDBOX_EXEC;
+        if sandbox_exec_present {
+            Platform {
+                file_system: Ok(format!("seatbelt ({exe})")),
+                network: Ok(NetMechanism::Seatbelt),
+            }
+        } else {
+            let why = format!("{exe} is missing, so no Seatbelt profile can be applied");
+            Platform {
+                file_system: Err(why.clone()),
+                network: Err(why),
             }
         }
     }

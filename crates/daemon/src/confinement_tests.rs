@@ -67,3 +67,27 @@ fn deny_names_its_mechanism() {
             .ends_with("network deny (seccomp+landlock-tcp)")
     );
 }
+
+/// A test double for macOS (`Platform::current` probes `/usr/bin/sandbox-exec` there).
+#[test]
+fn macos_double_uses_sandbox_exec_and_refuses_a_request_without_it() {
+    let mac = Platform::macos(true);
+    let e = resolve(None, Some(NetworkMode::Deny), &mac).unwrap();
+    assert_eq!(
+        e.describe(),
+        "shell sandbox workspace-write (seatbelt (/usr/bin/sandbox-exec)), network deny (seatbelt)"
+    );
+    let missing = Platform::macos(false);
+    // Asked for: refused (start exits 78) with a hint.
+    let err = resolve(Some(SandboxMode::WorkspaceWrite), None, &missing).unwrap_err();
+    assert!(
+        err.contains("/usr/bin/sandbox-exec is missing") && err.contains("\nhint: "),
+        "{err}"
+    );
+    let err = resolve(Some(SandboxMode::Off), Some(NetworkMode::Deny), &missing).unwrap_err();
+    assert!(err.contains("shell_network"), "{err}");
+    // The default falls back to off, with the reason as a warning.
+    let e = resolve(None, None, &missing).unwrap();
+    assert_eq!(e.mode, SandboxMode::Off);
+    assert!(e.warning.unwrap().contains("sandbox-exec is missing"));
+}

@@ -1,7 +1,9 @@
 //! What the command sandbox costs: `true` by argv through the executor with the sandbox
 //! off, `workspace-write`, and `workspace-write` + network `deny` (namespace, and the
 //! seccomp fallback), as paired medians (the variants alternate each round, so load from
-//! other processes hits all alike).
+//! other processes hits all alike). The same `true` on a pseudo-terminal
+//! (`PreparedCommand::spawn_pty`), off and workspace-write + deny, shows what the
+//! confinement costs on the PTY path (reported, no target).
 //!
 //! `cargo bench -p shim-exec --bench sandbox` (Linux). Target (issue 14): workspace-write +
 //! deny within 0.5 ms of off at p50; prints PASS or FAIL.
@@ -127,6 +129,39 @@ fn main() {
         });
         assert!(rt.block_on(task).unwrap_or(false));
     };
+    // The PTY path: prepare, spawn on a terminal, read to EOF, wait.
+    let run_pty = |exec: &Executor| {
+        let exec = exec.clone();
+        let req = req.clone();
+        let p = folder.clone();
+        let task = rt.spawn(async move {
+            let prepared = exec.prepare(&req, "/", |_| {
+                let d = cap_std::fs::Dir::open_ambient_dir(&p, cap_std::ambient_authority())
+                    .map_err(|e| {
+                        shim_exec::CwdError::new(
+                            shim_protocol::ErrorCode::PathNotFound,
+                            e.to_string(),
+                        )
+                    })?;
+                WorkDir::new(d, "/").map_err(|e| shim_exec::CwdError::new(e.code(), e.to_string()))
+            });
+            let Ok(prepared) = prepared else {
+                return false;
+            };
+            let Ok(mut h) = prepared.spawn_pty(shim_exec::TermSize { rows: 24, cols: 80 }) else {
+                return false;
+            };
+            while h.next_output().await.is_some() {}
+            h.wait().await == 0
+        });
+        assert!(rt.block_on(task).unwrap_or(false));
+    };
+    let pty_variants = [
+        ("pty: off", &variants[0].1),
+        ("pty: workspace-write", &variants[1].1),
+        ("pty: workspace-write + deny (namespace)", &variants[2].1),
+        ("pty: workspace-write + deny (seccomp)", &variants[3].1),
+    ];
     let rounds: usize = std::env::var("BENCH_SANDBOX_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -134,12 +169,21 @@ fn main() {
     for (_, e) in &variants {
         run(e); // warm-up (the kernel probe, the seccomp program)
     }
-    let mut t = vec![Vec::with_capacity(rounds); variants.len()];
+    for (_, e) in &pty_variants {
+        run_pty(e);
+    }
+    let n = variants.len();
+    let mut t = vec![Vec::with_capacity(rounds); n + pty_variants.len()];
     for _ in 0..rounds {
         for (i, (_, e)) in variants.iter().enumerate() {
             let s = Instant::now();
             run(e);
             t[i].push(s.elapsed());
+        }
+        for (i, (_, e)) in pty_variants.iter().enumerate() {
+            let s = Instant::now();
+            run_pty(e);
+            t[n + i].push(s.elapsed());
         }
     }
     let p50: Vec<Duration> = t
@@ -152,9 +196,16 @@ fn main() {
     println!("EXECUTE_COMMAND-like `true` by argv, paired p50 over {rounds} rounds:");
     for ((name, _), p) in variants.iter().zip(&p50) {
         println!(
-            "  {name:<36} {:>8.3} ms  (+{:.3} ms over off)",
+            "  {name:<40} {:>8.3} ms  (+{:.3} ms over off)",
             p.as_secs_f64() * 1e3,
             p.saturating_sub(p50[0]).as_secs_f64() * 1e3
+        );
+    }
+    for ((name, _), p) in pty_variants.iter().zip(&p50[n..]) {
+        println!(
+            "  {name:<40} {:>8.3} ms  (+{:.3} ms over pty: off)",
+            p.as_secs_f64() * 1e3,
+            p.saturating_sub(p50[n]).as_secs_f64() * 1e3
         );
     }
     let delta = p50[2].saturating_sub(p50[0]);

@@ -313,7 +313,10 @@ impl Confinement {
                 c.namespaces = Some(shared_ns()?);
                 c.seccomp = Some(seccomp_program(false)?);
             }
-            Some(NetMechanism::Seccomp) => c.seccomp = Some(seccomp_program(true)?),
+            // (`mechanism` above is never Seatbelt, the macOS mechanism.)
+            Some(NetMechanism::Seccomp | NetMechanism::Seatbelt) => {
+                c.seccomp = Some(seccomp_program(true)?)
+            }
             None => {}
         }
         Ok(c)
@@ -322,6 +325,16 @@ impl Confinement {
     /// The private temporary directory (given to the command as `TMPDIR`), if any.
     pub fn tmpdir(&self) -> Option<&Path> {
         self.tmpdir.as_ref().map(tempfile::TempDir::path)
+    }
+
+    /// The program and argument vector to execute for `program` / `argv`: unchanged on
+    /// Linux, where the confinement is applied in the child before `execve`.
+    pub fn command(
+        &self,
+        program: std::ffi::OsString,
+        argv: Vec<std::ffi::OsString>,
+    ) -> (std::ffi::OsString, Vec<std::ffi::OsString>) {
+        (program, argv)
     }
 
     /// The file-system mode applied.

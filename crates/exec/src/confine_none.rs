@@ -1,11 +1,12 @@
-//! Kernel confinement of one command, on an OS where this build has none (the Linux
-//! module, `confine.rs`, has the real one; macOS `sandbox-exec` is not applied yet, see
-//! [`crate::seatbelt`]).
+//! Kernel confinement of one command, on an OS where this build has none (Windows and
+//! the BSDs; Linux has `confine.rs`, macOS `confine_macos.rs`).
 //!
 //! [`Confinement::prepare`] refuses every active policy, so no [`Confinement`] value exists
 //! here and a command is never run unconfined when a sandbox was asked for (STYLE.md
 //! item 21). The executor and the spawn path use the same names on every OS.
 
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::sandbox::SandboxPolicy;
@@ -25,6 +26,16 @@ impl Confinement {
         Err(SandboxError(
             "no command sandbox on this OS in this build".into(),
         ))
+    }
+
+    /// Never called: no [`Confinement`] exists here.
+    pub fn tmpdir(&self) -> Option<&Path> {
+        match *self {}
+    }
+
+    /// Never called: no [`Confinement`] exists here.
+    pub fn command(&self, _program: OsString, _argv: Vec<OsString>) -> (OsString, Vec<OsString>) {
+        match *self {}
     }
 }
 

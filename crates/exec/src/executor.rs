@@ -231,7 +231,6 @@ impl Executor {
             Err(e) => return Err(reject(e, details, Some(started))),
         };
         details.timeout_seconds = timeout.secs();
-        #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
         let mut env = ChildEnv::merge(self.config.os, &self.config.base_env, &wire_env);
         let (program, argv) = match self.resolve_program(&program, &env, &cwd) {
             Ok(p) => p,
@@ -248,10 +247,14 @@ impl Executor {
                 return Err(reject(e, details, Some(started)));
             }
         };
-        #[cfg(target_os = "linux")]
         if let Some(tmp) = confine.as_ref().and_then(|c| c.tmpdir()) {
             env.set("TMPDIR", tmp.as_os_str());
         }
+        // macOS: the command runs under `sandbox-exec` (elsewhere it is unchanged).
+        let (program, argv) = match &confine {
+            Some(c) => c.command(program, argv),
+            None => (program, argv),
+        };
         details.env_keys = env.keys();
         Ok(PreparedCommand {
             spawn: SpawnSpec {
@@ -398,6 +401,31 @@ impl PreparedCommand {
         &self.spawn.argv
     }
 
+    /// Starts the command on a new pseudo-terminal of `size` instead of pipes, under the
+    /// same confinement as [`PreparedCommand::run`] (the sandbox is applied in the child
+    /// before `execve`; the spawn fails rather than run the command unconfined). The
+    /// handle keeps the running slot and the private temporary directory until the
+    /// command is over; the caller reads, writes, waits or drops it, and writes the audit
+    /// record from [`PreparedCommand::audit_details`] (taken before this call), which
+    /// names the sandbox and network mode that applied. The timeout is the caller's.
+    ///
+    /// Must be called inside a tokio runtime.
+    #[cfg(unix)]
+    pub fn spawn_pty(self, size: crate::TermSize) -> Result<crate::ProcessHandle, ExecError> {
+        let PreparedCommand {
+            spawn,
+            confine,
+            _permit,
+            ..
+        } = self;
+        let mut handle = crate::process::spawn_pty_confined(spawn, size, confine.clone())?;
+        handle.hold(crate::process::Held {
+            _confine: confine,
+            _permit,
+        });
+        Ok(handle)
+    }
+
     /// Spawns, collects output under the budget, enforces the timeout (12.6-12.9).
     ///
     /// Cancel-safe: dropping the future kills the command's process group (SIGTERM, then
@@ -467,8 +495,7 @@ impl PreparedCommand {
             }
         }
         drop(handle);
-        // Removes the private temporary directory (Linux; nothing to drop elsewhere).
-        #[cfg(target_os = "linux")]
+        // Removes the private temporary directory.
         drop(confine);
         let raw = collector.finish();
         Ok(CommandResult {

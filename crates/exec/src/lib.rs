@@ -81,7 +81,8 @@
 //!
 //! # Platforms
 //!
-//! Linux is implemented and tested; macOS compiles the same code path. On Windows only
+//! Linux is implemented and tested; macOS compiles the same code path and confines
+//! commands with `sandbox-exec` (`confine_macos.rs`, built and unit-tested on Linux). On Windows only
 //! the pure rules (shell table, environment baseline, limits) exist so far: [`Executor`]
 //! and the process API are `cfg(unix)`.
 //!
@@ -94,9 +95,13 @@
 #![cfg_attr(not(unix), allow(unused))]
 
 pub mod audit;
+// The command sandbox: one module per OS, selected here and only here.
 #[cfg(target_os = "linux")]
 pub mod confine;
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+#[path = "confine_macos.rs"]
+pub mod confine;
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 #[path = "confine_none.rs"]
 pub mod confine;
 pub mod env;

@@ -6,6 +6,7 @@ use std::io::Read;
 use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -13,7 +14,6 @@ use rustix::process::Signal;
 use tokio::io::AsyncReadExt;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
-use tokio::sync::oneshot;
 
 use crate::env::ChildEnv;
 use crate::error::ExecError;
@@ -26,11 +26,10 @@ pub const GRACE: Duration = Duration::from_secs(2);
 
 /// A working directory handle the daemon obtained through the jail.
 ///
-/// The child starts in exactly this directory: on the pipe path by `fchdir` on this
-/// descriptor in the child before `execve` (no path string is resolved again, so a rename
-/// or symlink swap after the jail check cannot redirect it, J-TOCTOU-1); on the PTY path
-/// by `chdir("/proc/self/fd/N")`, which the kernel resolves through the same open
-/// descriptor (needs procfs, Linux).
+/// The child starts in exactly this directory, on the pipe and the PTY path alike: by
+/// `fchdir` on this descriptor in the child before `execve` (no path string is resolved
+/// again, so a rename or symlink swap after the jail check cannot redirect it,
+/// J-TOCTOU-1).
 #[derive(Debug)]
 pub struct WorkDir {
     fd: OwnedFd,
@@ -102,10 +101,8 @@ pub struct TermSize {
 pub type ExitCode = i64;
 
 enum ExitSource {
-    /// Pipe path: the command is our direct child.
+    /// The command is our direct child (pipe and PTY paths alike).
     Child(tokio::process::Child),
-    /// PTY path: a thread waits on the portable-pty child.
-    Pty(oneshot::Receiver<ExitCode>),
 }
 
 fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
@@ -122,7 +119,6 @@ impl ExitSource {
     async fn wait(&mut self) -> ExitCode {
         match self {
             ExitSource::Child(c) => c.wait().await.map_or(-1, exit_code_of),
-            ExitSource::Pty(rx) => rx.await.unwrap_or(-1),
         }
     }
 }
@@ -173,6 +169,17 @@ pub struct ProcessHandle {
     pub(crate) output: OutputSource,
     pub(crate) exit: ExitWaiter,
     master: Option<Box<dyn portable_pty::MasterPty + Send>>,
+    /// What must live until the command is over (see [`Held`]).
+    held: Option<Held>,
+}
+
+/// What a handle started by the executor keeps alive until its command is over: the
+/// confinement (whose drop removes the private temporary directory) and the running slot.
+pub(crate) struct Held {
+    /// The command's confinement, if any.
+    pub(crate) _confine: Option<std::sync::Arc<crate::confine::Confinement>>,
+    /// The machine-wide running slot.
+    pub(crate) _permit: crate::limits::CommandPermit,
 }
 
 /// The exit side of a [`ProcessHandle`], separate so that output and exit can be awaited
@@ -424,6 +431,7 @@ pub(crate) fn spawn_pipe_confined(
             code: None,
         },
         master: None,
+        held: None,
     })
 }
 
@@ -443,29 +451,74 @@ fn pty_err(e: impl std::fmt::Display) -> ExecError {
 /// Starts `spec` on a new pseudo-terminal of `size`; the same handle type as
 /// [`spawn_pipe`], with all output on [`Channel::Stdout`] and [`ProcessHandle::resize`].
 ///
-/// The child is a session leader with the terminal as its controlling terminal
-/// (portable-pty), so its process group id is its pid; the group is registered with the
-/// sentinel like a pipe command's and dies with the daemon. (portable-pty offers no
-/// `pre_exec` hook, so there is no parent-death signal on this path.) Must be called
-/// inside a tokio runtime.
+/// The child is spawned by the same code as a pipe command (own session, parent-death
+/// signal, `fchdir` to the jailed directory, sentinel registration), with the terminal's
+/// slave side as its stdin, stdout and stderr and as its controlling terminal. This
+/// function applies **no sandbox**: the executor's confined PTY is
+/// [`crate::PreparedCommand::spawn_pty`]. Must be called inside a tokio runtime.
 pub fn spawn_pty(spec: SpawnSpec, size: TermSize) -> Result<ProcessHandle, ExecError> {
+    spawn_pty_confined(spec, size, None)
+}
+
+/// Opens the slave side of `master`'s terminal (portable-pty keeps its own descriptor
+/// private): by name, without making it our controlling terminal, close-on-exec.
+fn open_slave(master: &dyn portable_pty::MasterPty) -> Result<OwnedFd, ExecError> {
+    let name = master
+        .tty_name()
+        .ok_or_else(|| pty_err("the terminal has no name"))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(&name)
+        .map_err(ExecError::Spawn)?;
+    Ok(OwnedFd::from(file))
+}
+
+/// [`spawn_pty`], applying `confine` in the child exactly as on the pipe path (see
+/// `confine.rs`); the spawn fails rather than run the command unconfined.
+pub(crate) fn spawn_pty_confined(
+    spec: SpawnSpec,
+    size: TermSize,
+    confine: Option<std::sync::Arc<crate::confine::Confinement>>,
+) -> Result<ProcessHandle, ExecError> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+
     let system = portable_pty::native_pty_system();
     let pair = system.openpty(pty_size(size)).map_err(pty_err)?;
-    let mut builder = portable_pty::CommandBuilder::from_argv(spec.argv.clone());
-    builder.env_clear();
-    for (k, v) in spec.env.entries() {
-        builder.env(k, v);
-    }
-    // Resolved by the kernel through the open descriptor, in the child (after fork the
-    // descriptor number is the same).
-    builder.cwd(format!("/proc/self/fd/{}", spec.cwd.fd().as_raw_fd()));
-    let mut child = pair.slave.spawn_command(builder).map_err(pty_err)?;
+    let slave = open_slave(pair.master.as_ref())?;
     drop(pair.slave);
+    let stdio = |fd: &OwnedFd| -> Result<Stdio, ExecError> {
+        Ok(Stdio::from(fd.try_clone().map_err(ExecError::Spawn)?))
+    };
+    let mut cmd = std::process::Command::new(&spec.program);
+    if let Some((first, rest)) = spec.argv.split_first() {
+        cmd.arg0(first).args(rest);
+    }
+    cmd.env_clear()
+        .envs(spec.env.entries().iter().map(|(k, v)| (k, v)))
+        .stdin(stdio(&slave)?)
+        .stdout(stdio(&slave)?)
+        .stderr(Stdio::from(slave));
+    supervise::install_child_setup(&mut cmd, spec.cwd.fd().as_raw_fd());
+    supervise::install_controlling_tty(&mut cmd);
+    if let Some(c) = confine {
+        crate::confine::install(&mut cmd, c);
+    }
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(false);
+    let spawned = cmd.spawn();
+    // The parent's copies of the slave: closed now, so that the master reads EOF once
+    // every process of the command has closed the terminal.
+    drop(cmd);
+    let child = spawned.map_err(ExecError::Spawn)?;
     let pid = child
-        .process_id()
+        .id()
         .and_then(|p| i32::try_from(p).ok())
         .ok_or_else(|| pty_err("no pid"))?;
     if let Err(e) = register_group(pid) {
+        // Fail closed: a command that would not die with the daemon does not run.
         supervise::signal_group(pid, Signal::KILL);
         return Err(e);
     }
@@ -502,31 +555,27 @@ pub fn spawn_pty(spec: SpawnSpec, size: TermSize) -> Result<ProcessHandle, ExecE
             }
         }
     });
-    let (etx, erx) = oneshot::channel();
-    std::thread::spawn(move || {
-        let code = match child.wait() {
-            Ok(st) => match st.signal() {
-                Some(_) => -1,
-                None => i64::from(st.exit_code()),
-            },
-            Err(_) => -1,
-        };
-        let _ = etx.send(code);
-    });
     Ok(ProcessHandle {
         pid,
         input: Some(itx),
         output: OutputSource::Channel(output),
         exit: ExitWaiter {
             pid,
-            source: Some(ExitSource::Pty(erx)),
+            source: Some(ExitSource::Child(child)),
             code: None,
         },
         master: Some(pair.master),
+        held: None,
     })
 }
 
 impl ProcessHandle {
+    /// Keeps `held` alive until the command is over (dropped with the handle, or after the
+    /// termination of a cancelled command).
+    pub(crate) fn hold(&mut self, held: Held) {
+        self.held = Some(held);
+    }
+
     /// The pid of the command, which is also its process group id.
     pub fn pid(&self) -> u32 {
         self.pid.unsigned_abs()
@@ -643,6 +692,7 @@ impl Drop for ProcessHandle {
         let pid = self.pid;
         let exit = self.exit.source.take();
         let master = self.master.take();
+        let held = self.held.take();
         match (tokio::runtime::Handle::try_current(), exit) {
             (Ok(rt), Some(exit)) => {
                 rt.spawn(async move {
@@ -652,11 +702,14 @@ impl Drop for ProcessHandle {
                     // may survive a cancellation.
                     supervise::signal_group(pid, Signal::KILL);
                     drop(master);
+                    // Last: the private temporary directory goes once the group is dead.
+                    drop(held);
                 });
             }
             _ => {
                 supervise::signal_group(pid, Signal::KILL);
                 drop(master);
+                drop(held);
             }
         }
     }

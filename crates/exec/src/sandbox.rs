@@ -91,6 +91,9 @@ pub enum NetMechanism {
     /// `socket(2)` (all families), and Landlock refuses TCP bind/connect where the kernel
     /// has it (ABI 4).
     Seccomp,
+    /// macOS: the Seatbelt profile run by `sandbox-exec` denies `network*` except Unix
+    /// sockets inside the folder.
+    Seatbelt,
 }
 
 impl NetMechanism {
@@ -99,6 +102,7 @@ impl NetMechanism {
         match self {
             NetMechanism::Namespace => "network-namespace+seccomp",
             NetMechanism::Seccomp => "seccomp+landlock-tcp",
+            NetMechanism::Seatbelt => "seatbelt",
         }
     }
 }

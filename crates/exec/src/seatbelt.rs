@@ -42,6 +42,21 @@ impl SeatbeltProfile {
     }
 }
 
+/// What the executor runs for `program` / `argv` under `profile`: the program
+/// `sandbox-exec` and its argument vector `sandbox-exec -p PROFILE -D NAME=VALUE ... --
+/// PROGRAM ARGV[1..]`. The resolved `program` replaces `argv[0]` after `--`, because
+/// `sandbox-exec` executes its first operand (searching `PATH` only for a bare name).
+pub fn sandbox_exec_command(
+    profile: &SeatbeltProfile,
+    program: OsString,
+    argv: &[OsString],
+) -> (OsString, Vec<OsString>) {
+    let command: Vec<OsString> = std::iter::once(program)
+        .chain(argv.iter().skip(1).cloned())
+        .collect();
+    (SANDBOX_EXEC.into(), profile.wrap(&command))
+}
+
 /// The profile of `policy` for a command whose private temporary directory is `tmpdir`;
 /// `None` when nothing is confined.
 pub fn profile(policy: &SandboxPolicy, tmpdir: &Path) -> Option<SeatbeltProfile> {
@@ -98,6 +113,14 @@ pub fn profile(policy: &SandboxPolicy, tmpdir: &Path) -> Option<SeatbeltProfile>
         p.push_str(
             "(allow file-write* (literal \"/dev/null\") (literal \"/dev/zero\") (literal \"/dev/tty\"))\n",
         );
+        // Terminals: a command on a PTY (the daemon's, opened before the sandbox) must be
+        // able to set its modes; terminals it opens itself carry the pty extension.
+        p.push_str(concat!(
+            "(allow pseudo-tty)\n",
+            "(allow file-read* file-write* file-ioctl (literal \"/dev/ptmx\") (literal \"/dev/tty\"))\n",
+            "(allow file-read* file-write* (require-all (regex #\"^/dev/ttys[0-9]+$\") (extension \"com.apple.sandbox.pty\")))\n",
+            "(allow file-ioctl (regex #\"^/dev/ttys[0-9]+$\"))\n",
+        ));
     } else {
         p.push_str("(allow default)\n");
     }

@@ -63,6 +63,26 @@ pub(crate) fn install_child_setup(cmd: &mut std::process::Command, cwd: RawFd) {
     }
 }
 
+/// Installs the `pre_exec` hook that makes the child's stdin (the slave side of a
+/// pseudo-terminal) its controlling terminal; it must run after the `setsid` of
+/// [`install_child_setup`]. Without it the terminal sends no `SIGINT` on `^C` and no
+/// `SIGWINCH` on resize.
+pub(crate) fn install_controlling_tty(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child after fork and only calls ioctl(TIOCSCTTY)
+    // with integer arguments; it allocates nothing and takes no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            // The request type differs between libcs (`c_ulong` or `c_int`).
+            #[allow(clippy::cast_lossless, clippy::useless_conversion)]
+            if libc::ioctl(0, libc::TIOCSCTTY as _, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Installs the sentinel loop as the `pre_exec` hook of `cmd`; the child never returns
 /// from it (the program of `cmd` is never executed). `reg_r` is the read end of the
 /// registration pipe.

@@ -178,18 +178,30 @@ pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
 
 /// `shell_sandbox` and `shell_network`: the mode in force, the mechanism and its state.
 fn confinement_checks(settings: &Settings) -> Vec<Check> {
-    use crate::confinement::Platform;
+    confinement_lines(
+        settings.shell_sandbox,
+        settings.shell_network,
+        &crate::confinement::Platform::current(),
+    )
+}
+
+/// The two confinement lines for the requested modes on `platform` (pure).
+fn confinement_lines(
+    mode: Option<shim_exec::sandbox::SandboxMode>,
+    network: Option<shim_exec::sandbox::NetworkMode>,
+    platform: &crate::confinement::Platform,
+) -> Vec<Check> {
     use shim_exec::sandbox::NetMechanism;
     use shim_exec::sandbox::NetworkMode;
-    let platform = Platform::current();
     let net_state = match &platform.network {
         Ok(NetMechanism::Namespace) => {
             "deny uses a fresh user and network namespace (loopback only) plus a seccomp filter on Unix sockets".to_owned()
         }
         Ok(NetMechanism::Seccomp) => "unprivileged user namespaces are not available here: deny refuses every socket with seccomp and TCP with Landlock".to_owned(),
+        Ok(NetMechanism::Seatbelt) => "deny is a Seatbelt rule (sandbox-exec): no network except Unix sockets inside the folder".to_owned(),
         Err(why) => format!("deny is not available: {why}"),
     };
-    match crate::confinement::effective(settings) {
+    match crate::confinement::resolve(mode, network, platform) {
         Err(e) => {
             let (label, other) = if e.starts_with("shell_network") {
                 ("shell_network", "shell_sandbox")

@@ -39,3 +39,44 @@ fn the_report_pads_markers_and_labels_and_exits_78_only_when_a_check_blocks() {
     checks.push(blocking("keychain", Marker::Fail, "unavailable"));
     assert_eq!(report(&checks, &mut Vec::new()), crate::error::EXIT_CONFIG);
 }
+
+/// A test double for macOS (doctor probes `/usr/bin/sandbox-exec` there): the lines it
+/// prints with and without `sandbox-exec`.
+#[test]
+fn macos_double_doctor_names_seatbelt_and_blocks_a_sandbox_without_sandbox_exec() {
+    use crate::confinement::Platform;
+    use shim_exec::sandbox::NetworkMode;
+    use shim_exec::sandbox::SandboxMode;
+    let lines = confinement_lines(None, Some(NetworkMode::Deny), &Platform::macos(true));
+    assert_eq!(lines[0].label, "shell_sandbox");
+    assert_eq!(lines[0].marker, Marker::Ok);
+    assert_eq!(
+        lines[0].detail,
+        "workspace-write via seatbelt (/usr/bin/sandbox-exec)"
+    );
+    assert_eq!(lines[1].marker, Marker::Ok);
+    assert!(
+        lines[1]
+            .detail
+            .starts_with("deny via seatbelt; deny is a Seatbelt rule"),
+        "{}",
+        lines[1].detail
+    );
+    assert!(!lines.iter().any(|c| c.blocking));
+    // Asked for, but sandbox-exec is missing: a blocking line (start and doctor exit 78).
+    let lines = confinement_lines(
+        Some(SandboxMode::WorkspaceWrite),
+        None,
+        &Platform::macos(false),
+    );
+    assert!(lines[0].blocking && lines[0].marker == Marker::Fail);
+    assert!(
+        lines[0].detail.contains("/usr/bin/sandbox-exec is missing"),
+        "{}",
+        lines[0].detail
+    );
+    // Not asked for: the default falls back to off, with a warning.
+    let lines = confinement_lines(None, None, &Platform::macos(false));
+    assert_eq!(lines[0].marker, Marker::Warn);
+    assert!(!lines.iter().any(|c| c.blocking));
+}

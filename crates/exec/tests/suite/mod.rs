@@ -7,5 +7,6 @@ mod process;
 mod pty;
 mod run;
 mod sandbox;
+mod sandbox_pty;
 mod shells;
 mod timeout;
