@@ -168,7 +168,9 @@ pub struct FsRule {
 }
 
 /// Device files every command may read and write (nothing else under `/dev`: no disks,
-/// no `/dev/shm`, no `/dev/mem`).
+/// no `/dev/shm`, no `/dev/mem`, and no `/dev/pts`: through it a command could read and
+/// write the user's other terminals). A command on a terminal keeps it through its
+/// inherited descriptors and `/dev/tty`; it cannot make new terminals (`script`, `tmux`).
 pub const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
@@ -176,8 +178,6 @@ pub const DEVICES: &[&str] = &[
     "/dev/random",
     "/dev/urandom",
     "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
 ];
 
 /// Paths that are never readable as part of "the system": `/dev` is granted file by file

@@ -46,6 +46,52 @@ struct Services {
     tcp6_hits: Arc<AtomicUsize>,
     udp_hits: Arc<AtomicUsize>,
     unix_hits: Arc<AtomicUsize>,
+    /// Another terminal of the daemon's user (`/dev/pts/N`), held open by a process that
+    /// copies what arrives on it to `tty_heard`.
+    tty: String,
+    tty_heard: PathBuf,
+    _tty_holder: KillOnDrop,
+}
+
+/// A helper process, killed with the test.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A terminal the daemon's user owns, like the one their shell runs in: a Python process
+/// opens a pty pair, gives the slave to `uid` and appends what is written to the slave to
+/// `heard`. Returns the slave's path.
+fn other_terminal(heard: &Path, uid: Option<u32>) -> (String, KillOnDrop) {
+    let script = format!(
+        "import os, pty, sys\n\
+         m, s = pty.openpty()\n\
+         name = os.ttyname(s)\n\
+         {chown}\
+         print(name, flush=True)\n\
+         while True:\n\
+         \x20   b = os.read(m, 4096)\n\
+         \x20   if not b: break\n\
+         \x20   open({heard:?}, 'ab').write(b)\n",
+        chown = uid.map_or(String::new(), |u| format!("os.chown(name, {u}, {u})\n")),
+        heard = heard.display().to_string(),
+    );
+    let mut child = std::process::Command::new(PY)
+        .arg("-c")
+        .arg(script)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let out = child.stdout.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).unwrap();
+    let name = line.trim().to_owned();
+    assert!(name.starts_with("/dev/pts/"), "{name:?}");
+    (name, KillOnDrop(child))
 }
 
 fn count_tcp(l: TcpListener, hits: Arc<AtomicUsize>) {
@@ -57,7 +103,7 @@ fn count_tcp(l: TcpListener, hits: Arc<AtomicUsize>) {
     });
 }
 
-fn services(outside: &Path) -> Services {
+fn services(outside: &Path, uid: Option<u32>) -> Services {
     let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
     let tcp_port = tcp.local_addr().unwrap().port();
     let tcp_hits = Arc::new(AtomicUsize::new(0));
@@ -102,7 +148,12 @@ fn services(outside: &Path) -> Services {
             let _ = s.read(&mut b);
         }
     });
+    let tty_heard = outside.join("tty-heard.txt");
+    let (tty, holder) = other_terminal(&tty_heard, uid);
     Services {
+        tty,
+        tty_heard,
+        _tty_holder: holder,
         tcp_port,
         devtcp_port,
         devtcp_hits,
@@ -242,6 +293,13 @@ fn attacks(c: &Ctx, s: &Services) -> Vec<Attack> {
             escaped: more_than(&s.unix_hits),
         },
         Attack {
+            // What the user types in another terminal could be read the same way.
+            name: "write to another terminal of the user",
+            command: format!("echo pwned-tty > {}", s.tty),
+            fails: true,
+            escaped: contains(s.tty_heard.clone(), "pwned-tty"),
+        },
+        Attack {
             name: "a child that daemonizes and writes later",
             command: format!(
                 "setsid sh -c 'sleep 1; echo pwned > \"{o}/later.txt\"' </dev/null >/dev/null 2>&1 &"
@@ -352,7 +410,7 @@ async fn attack_run(confined: bool, uid: Option<u32>) {
         outside: outside.clone(),
         parent,
     };
-    let svc = services(&outside);
+    let svc = services(&outside, uid);
     let list = attacks(&ctx, &svc);
     if let Some(uid) = uid {
         chown_all(env.dir.path(), uid);

@@ -199,7 +199,7 @@ async fn attacks() {
             .find_map(|l| l.trim_end().strip_prefix("TMP="))
             .unwrap_or_else(|| panic!("no TMPDIR: {:?}", r.screen))
             .to_owned();
-        assert!(tmp.contains("autogpt-shim-cmd-"), "{tmp}");
+        assert!(tmp.contains("/autogpt-shim-cmds-"), "{tmp}");
         assert!(!Path::new(&tmp).exists(), "{tmp} left behind");
 
         // Sandbox off: each succeeds, so the checks above can see an escape.
