@@ -43,6 +43,8 @@ const TEST_PACKAGES: &[&str] = &[
     "chromium",
     "chromium-driver",
     "xvfb",
+    // The isolated desktop's nested server when the user has a desktop (tests/suite/isolated.rs).
+    "xserver-xephyr",
     "openbox",
     "xterm",
     "xdotool",

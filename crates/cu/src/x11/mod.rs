@@ -162,6 +162,11 @@ pub fn open(opts: &OpenOptions) -> Result<Desktop, Unavailable> {
     })
 }
 
+/// Whether an X server accepts a connection on `display` (no other request is made).
+pub fn reachable(display: &str) -> bool {
+    RustConnection::connect(Some(display)).is_ok()
+}
+
 impl X11 {
     fn connect(display: Option<&str>) -> Result<X11, Unavailable> {
         let (conn, n) =
