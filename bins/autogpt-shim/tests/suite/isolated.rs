@@ -412,14 +412,30 @@ async fn the_same_actions_on_the_users_display_are_seen() {
     );
 }
 
+/// Starts the daemon and its isolated desktop, and launches an app there that does not
+/// need the X server to keep running (so only the sentinel can end it). Returns the
+/// desktop's processes and the app.
 async fn started_desktop(env: &Env, vars: &[(&str, &str)]) -> (Child, Vec<(u32, String)>) {
     let child = start(env, vars);
     let daemon = child.id().unwrap();
     let conn = env.next().await;
     let r = ask(&conn, "DISPLAY_INFO_REQUEST", json!({})).await;
     assert_eq!(r["type"], "DISPLAY_INFO_RESPONSE", "{r}");
-    let procs = desktop_procs(daemon);
+    let mut procs = desktop_procs(daemon);
     assert_eq!(procs.len(), 2, "{procs:?}");
+    let r = ask(
+        &conn,
+        "APP_LAUNCH",
+        json!({"executable_path": "sleep", "args": ["987"]}),
+    )
+    .await;
+    assert_eq!(r["type"], "ACK", "{r}");
+    let app: Vec<_> = descendants(daemon)
+        .into_iter()
+        .filter(|(_, n)| n == "sleep")
+        .collect();
+    assert_eq!(app.len(), 1, "{app:?}");
+    procs.extend(app);
     (child, procs)
 }
 
@@ -512,4 +528,35 @@ async fn isolated_refuses_a_bad_value_with_exit_78() {
     let (code, _, err) = finish(child, T).await;
     assert_eq!(code, 78, "{err}");
     assert!(err.contains("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY"), "{err}");
+}
+
+#[tokio::test]
+async fn the_isolated_desktop_stops_with_the_session() {
+    use crate::suite::control;
+    let env = Env::new(PeerConfig::default()).await;
+    env.home_dirs(&["A"]);
+    let (child, conn) = control::start(
+        &env,
+        &[
+            ("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "true"),
+            ("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", "isolated"),
+        ],
+    )
+    .await;
+    let daemon = child.id().unwrap();
+    let sid = "isolated-chat-0001";
+    control::browse_and_attach(&conn, sid, "A").await;
+    let data = control::activate_child(&env, &conn, sid).await;
+    assert!(desktop_procs(daemon).is_empty());
+    let r = ask(&data, "DISPLAY_INFO_REQUEST", json!({})).await;
+    assert_eq!(r["type"], "DISPLAY_INFO_RESPONSE", "{r}");
+    let procs = desktop_procs(daemon);
+    assert_eq!(procs.len(), 2, "{procs:?}");
+    // The chat ends: its desktop stops while the daemon keeps running.
+    let r = conn.request(control::detach(sid), T).await.unwrap();
+    assert_eq!(r.frame.message_type().as_str(), "ACK");
+    data.closed(T).await.unwrap();
+    assert!(all_gone(&procs).await, "{procs:?} outlived the session");
+    assert!(desktop_procs(daemon).is_empty());
+    stop_cleanly(child).await;
 }

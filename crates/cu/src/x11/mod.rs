@@ -105,6 +105,7 @@ pub struct X11 {
     atoms: Atoms,
     keymap: Mutex<KeyMap>,
     display: Option<String>,
+    on_launch: Option<crate::LaunchHook>,
 }
 
 impl std::fmt::Debug for X11 {
@@ -139,7 +140,9 @@ pub fn open(opts: &OpenOptions) -> Result<Desktop, Unavailable> {
         // rule of 2.2 is about the session the daemon runs in.
         return Err(Unavailable::Wayland);
     }
-    let x = Arc::new(X11::connect(display.as_deref())?);
+    let mut x = X11::connect(display.as_deref())?;
+    x.on_launch = opts.on_launch.clone();
+    let x = Arc::new(x);
     let clip: Arc<dyn crate::backend::Clipboard> =
         match clipboard::X11Clipboard::start(display.as_deref()) {
             Ok(c) => Arc::new(c),
@@ -199,6 +202,7 @@ impl X11 {
             atoms,
             keymap: Mutex::new(KeyMap::default()),
             display: display.map(str::to_owned),
+            on_launch: None,
         };
         x.load_keymap()
             .map_err(|e| Unavailable::NoDisplay(e.message))?;
@@ -781,7 +785,8 @@ impl Apps for X11 {
             c
         };
         if let Some(d) = &self.display {
-            cmd.env("DISPLAY", d);
+            // Only this display: not the user's Wayland desktop either.
+            cmd.env("DISPLAY", d).env_remove("WAYLAND_DISPLAY");
         }
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -791,7 +796,17 @@ impl Apps for X11 {
             .spawn()
             .map_err(|e| CuError::internal(format!("cannot start {exe}: {e}")))?;
         let pid = child.id();
-        // Reap it when it exits; the launched application is not supervised.
+        if let Some(hook) = &self.on_launch
+            && let Err(e) = (hook.0)(pid)
+        {
+            // Fail closed: an application that would outlive the daemon does not run.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(CuError::internal(format!(
+                "cannot supervise {exe}: {e}; it was stopped"
+            )));
+        }
+        // Reap it when it exits.
         std::thread::spawn(move || {
             let _ = child.wait();
         });

@@ -170,6 +170,7 @@ pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
     // One connection to the display server serves the platform and display checks.
     let desktop = shim_cu::open(&shim_cu::OpenOptions {
         display: settings.computer_use_display.named(),
+        ..Default::default()
     });
     out.extend(platform_checks(settings, &desktop));
     out.push(display_check(&desktop));

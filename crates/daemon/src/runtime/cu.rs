@@ -59,6 +59,7 @@ impl CuMachine {
             size: s.computer_use_display_size,
             open: OpenOptions {
                 display: s.computer_use_display.named(),
+                ..Default::default()
             },
             cfg: EngineConfig {
                 enable_clipboard: s.enable_clipboard,

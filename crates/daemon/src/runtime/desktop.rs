@@ -199,6 +199,15 @@ fn supervise(
     }
 }
 
+/// Apps launched on the isolated desktop die with the daemon, like commands: their
+/// process group is registered with the exec sentinel.
+fn register_launched() -> shim_cu::LaunchHook {
+    shim_cu::LaunchHook(Arc::new(|pid| {
+        let pgid = i32::try_from(pid).map_err(|e| e.to_string())?;
+        shim_exec::register_process_group(pgid).map_err(|e| e.to_string())
+    }))
+}
+
 /// Starts the server of `plan` at `size`, then the window manager, and opens the engine on
 /// it with `engine`. Call from an async task (see the module comment). Nothing stays
 /// running when it fails.
@@ -267,6 +276,7 @@ pub(crate) async fn start(
         loop {
             let last = match shim_cu::open(&OpenOptions {
                 display: Some(d.clone()),
+                on_launch: Some(register_launched()),
             }) {
                 Ok(desktop) if desktop.windows.available() => return Ok(engine(desktop)),
                 Ok(_) => "the window manager did not take the screen".to_owned(),
