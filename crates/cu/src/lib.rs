@@ -54,6 +54,21 @@ pub struct OpenOptions {
     /// the caller can make it die with the daemon. When it fails, the application is
     /// killed and the launch fails.
     pub on_launch: Option<LaunchHook>,
+    /// An `MIT-MAGIC-COOKIE-1` to authenticate with, instead of the `XAUTHORITY` lookup
+    /// (the isolated desktop's; X11).
+    pub cookie: Option<Cookie>,
+    /// Extra environment for launched applications (the isolated desktop's `XAUTHORITY`).
+    pub launch_env: Vec<(String, String)>,
+}
+
+/// An X authorization cookie; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Cookie(pub Vec<u8>);
+
+impl std::fmt::Debug for Cookie {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cookie(..)")
+    }
 }
 
 /// See [`OpenOptions::on_launch`].

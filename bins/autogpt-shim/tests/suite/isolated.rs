@@ -124,6 +124,51 @@ async fn all_gone(pids: &[(u32, String)]) -> bool {
     false
 }
 
+/// The display the X server `pid` listens on: its listening Unix socket's path.
+fn served_display(pid: u32) -> Option<String> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let l = std::fs::read_link(e.path()).ok()?;
+            let l = l.to_string_lossy();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    std::fs::read_to_string("/proc/net/unix")
+        .ok()?
+        .lines()
+        .find_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (inode, path) = (f.get(6)?, f.get(7)?);
+            let n = path.split("/tmp/.X11-unix/X").nth(1)?;
+            inodes
+                .contains(&(*inode).to_owned())
+                .then(|| format!(":{n}"))
+        })
+}
+
+/// `xprop -root` on `display` as user nobody, without any authority file: its stderr.
+fn setpriv_nobody(display: &str) -> String {
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "env",
+            "-i",
+        ])
+        .arg(format!("DISPLAY={display}"))
+        .args(["xprop", "-root", "_NET_SUPPORTED"])
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    )
+}
+
 /// Top-level windows of `display` with their `WM_NAME`.
 fn top_level(display: &str) -> Vec<(u32, String)> {
     let (c, n) = x11rb::rust_connection::RustConnection::connect(Some(display)).unwrap();
@@ -339,6 +384,11 @@ async fn isolated_display_leaves_the_users_desktop_untouched() {
     // The user has a desktop, so the agent's screen is a window on it (xtask installs
     // Xephyr for the tests).
     assert!(names.contains(&"Xephyr"), "{procs:?}");
+    let server = procs.iter().find(|(_, n)| n == "Xephyr").unwrap().0;
+    let cmdline = std::fs::read_to_string(format!("/proc/{server}/cmdline")).unwrap();
+    let args: Vec<&str> = cmdline.split('\0').collect();
+    let auth_file = args[args.iter().position(|a| *a == "-auth").unwrap() + 1].to_owned();
+    assert!(std::path::Path::new(&auth_file).is_file());
     assert!(
         top_level(&user.x.display)
             .iter()
@@ -371,8 +421,9 @@ async fn isolated_display_leaves_the_users_desktop_untouched() {
             "{op}"
         );
     }
-    // After SIGTERM, nothing of the desktop is left.
+    // After SIGTERM, nothing of the desktop is left, its authority file neither.
     assert!(all_gone(&procs).await, "{procs:?} still running");
+    assert!(!std::path::Path::new(&auth_file).exists(), "{auth_file}");
 }
 
 #[tokio::test]
@@ -445,7 +496,14 @@ async fn the_isolated_desktop_dies_with_a_killed_daemon() {
     // No user desktop: Xvfb.
     let (mut child, procs) =
         started_desktop(&env, &[("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", "isolated")]).await;
-    assert!(procs.iter().any(|(_, n)| n == "Xvfb"), "{procs:?}");
+    let xvfb = procs.iter().find(|(_, n)| n == "Xvfb").expect("Xvfb").0;
+    // Its display refuses clients without the daemon's cookie (other local users).
+    let display = served_display(xvfb).expect("the server's socket");
+    let refused = setpriv_nobody(&display);
+    assert!(
+        refused.contains("Authorization required") || refused.contains("refused"),
+        "{display}: {refused}"
+    );
     child.start_kill().unwrap();
     let _ = child.wait().await;
     assert!(

@@ -45,6 +45,65 @@ struct Supervised {
     _stop: DropGuard,
 }
 
+/// A private directory holding the desktop's authority file (mode 0700; removed on drop).
+struct AuthDir {
+    dir: std::path::PathBuf,
+    file: std::path::PathBuf,
+    cookie: shim_cu::Cookie,
+}
+
+impl AuthDir {
+    /// A fresh random `MIT-MAGIC-COOKIE-1` in an authority file that matches any local
+    /// display (`FamilyWild`, no display number): the server reads it with `-auth`, the
+    /// window manager and launched apps with `XAUTHORITY`, so no other local user (or
+    /// program without the file) can connect to the isolated desktop.
+    fn create() -> Result<AuthDir, StartError> {
+        use std::os::unix::fs::DirBuilderExt;
+        use std::os::unix::fs::OpenOptionsExt;
+        let failed = |e: &dyn std::fmt::Display| {
+            StartError::Failed(format!("cannot create the display's authority file: {e}"))
+        };
+        let mut cookie = vec![0u8; 16];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut cookie)
+            .map_err(|_| failed(&"no randomness"))?;
+        let dir =
+            std::env::temp_dir().join(format!("autogpt-shim-desktop-{}", uuid::Uuid::new_v4()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| failed(&e))?;
+        let me = AuthDir {
+            file: dir.join("Xauthority"),
+            dir,
+            cookie: shim_cu::Cookie(cookie),
+        };
+        let mut entry = Vec::new();
+        let field = |out: &mut Vec<u8>, b: &[u8]| {
+            out.extend_from_slice(&u16::try_from(b.len()).unwrap_or(0).to_be_bytes());
+            out.extend_from_slice(b);
+        };
+        entry.extend_from_slice(&0xffffu16.to_be_bytes());
+        field(&mut entry, b"");
+        field(&mut entry, b"");
+        field(&mut entry, b"MIT-MAGIC-COOKIE-1");
+        field(&mut entry, &me.cookie.0);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&me.file)
+            .map_err(|e| failed(&e))?;
+        std::io::Write::write_all(&mut f, &entry).map_err(|e| failed(&e))?;
+        Ok(me)
+    }
+}
+
+impl Drop for AuthDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A running isolated desktop. Dropping it stops the window manager and the server.
 pub(crate) struct Isolated {
     /// `:N`.
@@ -55,6 +114,7 @@ pub(crate) struct Isolated {
     pub(crate) engine: Arc<Engine>,
     // Dropped in order: the window manager first, then the server.
     procs: Vec<Supervised>,
+    _auth: AuthDir,
 }
 
 impl Isolated {
@@ -218,9 +278,18 @@ pub(crate) async fn start(
 ) -> Result<Isolated, StartError> {
     let began = Instant::now();
     let [w, h] = size;
+    let auth = AuthDir::create()?;
+    let auth_file = auth.file.to_string_lossy().into_owned();
     let mut env: Vec<(&str, &str)> = Vec::new();
     let (screen, parent);
-    let mut argv: Vec<&str> = vec![plan.server.program(), "-displayfd", "1"];
+    let user_auth = std::env::var("XAUTHORITY").ok();
+    let mut argv: Vec<&str> = vec![
+        plan.server.program(),
+        "-displayfd",
+        "1",
+        "-auth",
+        auth_file.as_str(),
+    ];
     match &plan.server {
         Server::Xvfb => {
             screen = format!("{w}x{h}x24");
@@ -231,6 +300,10 @@ pub(crate) async fn start(
             screen = format!("{w}x{h}");
             argv.extend(["-screen", screen.as_str(), "-title", XEPHYR_TITLE]);
             env.push(("DISPLAY", parent.as_str()));
+            // Xephyr is a client of the user's display: the user's authority file.
+            if let Some(a) = &user_auth {
+                env.push(("XAUTHORITY", a.as_str()));
+            }
         }
     }
     argv.extend(["-nolisten", "tcp", "-noreset"]);
@@ -263,7 +336,10 @@ pub(crate) async fn start(
         spawn(
             &plan.wm_path,
             &[crate::desktop::WINDOW_MANAGER, "--sm-disable"],
-            &[("DISPLAY", display.as_str())],
+            &[
+                ("DISPLAY", display.as_str()),
+                ("XAUTHORITY", auth_file.as_str()),
+            ],
         )?,
         crate::desktop::WINDOW_MANAGER,
         None,
@@ -271,12 +347,18 @@ pub(crate) async fn start(
     // The engine on the new display, once the window manager manages it (EWMH present),
     // so window lists and focus work from the first request.
     let d = display.clone();
+    let (cookie, launch_env) = (
+        auth.cookie.clone(),
+        vec![("XAUTHORITY".to_owned(), auth_file.clone())],
+    );
     let opened = tokio::task::spawn_blocking(move || {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             let last = match shim_cu::open(&OpenOptions {
                 display: Some(d.clone()),
                 on_launch: Some(register_launched()),
+                cookie: Some(cookie.clone()),
+                launch_env: launch_env.clone(),
             }) {
                 Ok(desktop) if desktop.windows.available() => return Ok(engine(desktop)),
                 Ok(_) => "the window manager did not take the screen".to_owned(),
@@ -315,5 +397,6 @@ pub(crate) async fn start(
         server: plan.server,
         engine,
         procs: vec![server, wm],
+        _auth: auth,
     })
 }
