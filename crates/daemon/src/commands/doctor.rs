@@ -220,7 +220,7 @@ fn isolated_display_check(settings: &Settings) -> Check {
                     ),
                     Err(m) => check(
                         label,
-                        Marker::Fail,
+                        Marker::Warn,
                         format!("{m}: computer-use requests will fail"),
                     ),
                 }
