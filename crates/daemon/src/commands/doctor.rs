@@ -194,41 +194,46 @@ fn isolated_display_check(settings: &Settings) -> Check {
             Marker::Info,
             format!("off: computer use drives the display {d} you named"),
         ),
-        DisplayMode::Isolated => {
-            if let Err(why) = crate::desktop::supported() {
-                return blocking(label, Marker::Fail, why.replace('\n', "; "));
-            }
-            #[cfg(target_os = "linux")]
-            {
-                let [w, h] = settings.computer_use_display_size;
-                match crate::desktop::plan_here() {
-                    Ok(p) => check(
-                        label,
-                        Marker::Ok,
-                        format!(
-                            "{} ({}) {w}x{h} with {}, started at the first computer-use request{}",
-                            p.server.program(),
-                            p.server_path.display(),
-                            crate::desktop::WINDOW_MANAGER,
-                            match &p.server {
-                                crate::desktop::Server::Xephyr { parent } => {
-                                    format!("; shown as a window on {parent}")
-                                }
-                                crate::desktop::Server::Xvfb => String::new(),
-                            }
-                        ),
-                    ),
-                    Err(m) => check(
-                        label,
-                        Marker::Warn,
-                        format!("{m}: computer-use requests will fail"),
-                    ),
-                }
-            }
-            #[cfg(not(target_os = "linux"))]
-            unreachable!("supported() refuses every other OS")
-        }
+        DisplayMode::Isolated => match crate::desktop::supported() {
+            Err(why) => blocking(label, Marker::Fail, why.replace('\n', "; ")),
+            Ok(()) => isolated_plan_check(settings, label),
+        },
     }
+}
+
+/// The X server and window manager an isolated desktop would start here.
+#[cfg(target_os = "linux")]
+fn isolated_plan_check(settings: &Settings, label: &'static str) -> Check {
+    let [w, h] = settings.computer_use_display_size;
+    match crate::desktop::plan_here() {
+        Ok(p) => check(
+            label,
+            Marker::Ok,
+            format!(
+                "{} ({}) {w}x{h} with {}, started at the first computer-use request{}",
+                p.server.program(),
+                p.server_path.display(),
+                crate::desktop::WINDOW_MANAGER,
+                match &p.server {
+                    crate::desktop::Server::Xephyr { parent } => {
+                        format!("; shown as a window on {parent}")
+                    }
+                    crate::desktop::Server::Xvfb => String::new(),
+                }
+            ),
+        ),
+        Err(m) => check(
+            label,
+            Marker::Warn,
+            format!("{m}: computer-use requests will fail"),
+        ),
+    }
+}
+
+/// Never reached: [`crate::desktop::supported`] refuses every OS but Linux.
+#[cfg(not(target_os = "linux"))]
+fn isolated_plan_check(_settings: &Settings, label: &'static str) -> Check {
+    blocking(label, Marker::Fail, "not available on this OS")
 }
 
 /// `shell_sandbox` and `shell_network`: the mode in force, the mechanism and its state.
