@@ -618,3 +618,30 @@ async fn the_isolated_desktop_stops_with_the_session() {
     assert!(desktop_procs(daemon).is_empty());
     stop_cleanly(child).await;
 }
+
+#[tokio::test]
+async fn two_daemons_starting_at_once_get_different_displays() {
+    // -displayfd: each server takes a free display number itself; no race between them.
+    let (a, b) = (
+        Env::new(PeerConfig::default()).await,
+        Env::new(PeerConfig::default()).await,
+    );
+    let iso = [("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", "isolated")];
+    let (ca, cb) = (start(&a, &iso), start(&b, &iso));
+    let (conn_a, conn_b) = (a.next().await, b.next().await);
+    let (ra, rb) = tokio::join!(
+        ask(&conn_a, "DISPLAY_INFO_REQUEST", json!({})),
+        ask(&conn_b, "DISPLAY_INFO_REQUEST", json!({}))
+    );
+    assert_eq!(ra["type"], "DISPLAY_INFO_RESPONSE", "{ra}");
+    assert_eq!(rb["type"], "DISPLAY_INFO_RESPONSE", "{rb}");
+    let server = |daemon: u32| {
+        let p = desktop_procs(daemon);
+        let x = p.iter().find(|(_, n)| n == "Xvfb").expect("Xvfb").0;
+        served_display(x).expect("its socket")
+    };
+    let (da, db) = (server(ca.id().unwrap()), server(cb.id().unwrap()));
+    assert_ne!(da, db);
+    stop_cleanly(ca).await;
+    stop_cleanly(cb).await;
+}
