@@ -645,3 +645,44 @@ async fn two_daemons_starting_at_once_get_different_displays() {
     stop_cleanly(ca).await;
     stop_cleanly(cb).await;
 }
+
+#[tokio::test]
+async fn an_unprivileged_daemon_runs_and_reaps_its_isolated_desktop() {
+    // Tests run as root; the daemon runs as an ordinary user.
+    use crate::suite::sandbox::NOBODY;
+    let env = Env::new(PeerConfig::default()).await;
+    crate::suite::sandbox::chown_all(env.dir.path(), NOBODY);
+    let root = env.root_str().to_owned();
+    let mut c = crate::suite::sandbox::daemon_command(
+        &env,
+        &[
+            "--allowed-root",
+            root.as_str(),
+            "start",
+            "--session-id",
+            SID,
+            "--enable-computer-use",
+        ],
+        Some(NOBODY),
+    );
+    c.env("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", "isolated");
+    let mut child = c.spawn().unwrap();
+    let daemon = child.id().unwrap();
+    let conn = env.next().await;
+    let r = ask(&conn, "SCREENSHOT_REQUEST", json!({"format": "png"})).await;
+    assert_eq!(r["type"], "SCREENSHOT_RESPONSE", "{r}");
+    assert_eq!(png_size(&r), (1280, 800));
+    let procs = desktop_procs(daemon);
+    assert_eq!(procs.len(), 2, "{procs:?}");
+    for (pid, name) in &procs {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        assert!(uid.contains(&NOBODY.to_string()), "{name}: {uid}");
+    }
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    assert!(
+        all_gone(&procs).await,
+        "{procs:?} outlived a SIGKILLed daemon"
+    );
+}
