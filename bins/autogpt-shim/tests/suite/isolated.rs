@@ -610,6 +610,17 @@ async fn the_isolated_desktop_stops_with_the_session() {
     assert_eq!(r["type"], "DISPLAY_INFO_RESPONSE", "{r}");
     let procs = desktop_procs(daemon);
     assert_eq!(procs.len(), 2, "{procs:?}");
+    // Idle for longer than a blocking-pool thread lives (10 s): the parent-death signal is
+    // tied to the spawning thread, so the desktop must not have been spawned from one.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(desktop_procs(daemon), procs);
+    let r = ask(&data, "DISPLAY_INFO_REQUEST", json!({})).await;
+    assert_eq!(r["type"], "DISPLAY_INFO_RESPONSE", "{r}");
+    assert_eq!(
+        desktop_procs(daemon),
+        procs,
+        "the same desktop serves the chat"
+    );
     // The chat ends: its desktop stops while the daemon keeps running.
     let r = conn.request(control::detach(sid), T).await.unwrap();
     assert_eq!(r.frame.message_type().as_str(), "ACK");
