@@ -66,8 +66,12 @@ impl AuthDir {
         let mut cookie = vec![0u8; 16];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut cookie)
             .map_err(|_| failed(&"no randomness"))?;
-        let dir =
-            std::env::temp_dir().join(format!("autogpt-shim-desktop-{}", uuid::Uuid::new_v4()));
+        // The user's runtime directory (private, emptied at logout) when there is one.
+        let base = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(std::path::PathBuf::from)
+            .filter(|d| d.is_absolute() && d.is_dir())
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = base.join(format!("autogpt-shim-desktop-{}", uuid::Uuid::new_v4()));
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
