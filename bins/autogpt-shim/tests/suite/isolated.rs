@@ -486,6 +486,20 @@ async fn started_desktop(env: &Env, vars: &[(&str, &str)]) -> (Child, Vec<(u32, 
         .filter(|(_, n)| n == "sleep")
         .collect();
     assert_eq!(app.len(), 1, "{app:?}");
+    // The app sees the isolated display and its key, never the daemon's secrets.
+    let environ = std::fs::read(format!("/proc/{}/environ", app[0].0)).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    let vars: Vec<&str> = environ.split('\0').collect();
+    assert!(vars.iter().any(|v| v.starts_with("DISPLAY=:")), "{vars:?}");
+    assert!(
+        vars.iter()
+            .any(|v| v.starts_with("XAUTHORITY=") && v.contains("autogpt-shim-desktop-")),
+        "{vars:?}"
+    );
+    assert!(
+        !vars.iter().any(|v| v.starts_with("AUTOGPT_SHIM_")),
+        "{vars:?}"
+    );
     procs.extend(app);
     (child, procs)
 }

@@ -827,6 +827,13 @@ impl Apps for X11 {
             cmd.env("DISPLAY", d).env_remove("WAYLAND_DISPLAY");
         }
         cmd.envs(self.launch_env.iter().map(|(k, v)| (k, v)));
+        // The daemon's own settings and secrets (a keychain passphrase, say) are not the
+        // application's.
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("AUTOGPT_SHIM_") {
+                cmd.env_remove(k);
+            }
+        }
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
