@@ -49,6 +49,7 @@ const KEYS: &[&str] = &[
     "max_commands_per_minute",
     "max_screenshots_per_minute",
     "computer_use_display",
+    "computer_use_display_size",
     "computer_use_masked_regions",
     "reconnect_base_delay",
     "reconnect_max_delay",

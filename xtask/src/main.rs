@@ -43,6 +43,8 @@ const TEST_PACKAGES: &[&str] = &[
     "chromium",
     "chromium-driver",
     "xvfb",
+    // The isolated desktop's nested server when the user has a desktop (tests/suite/isolated.rs).
+    "xserver-xephyr",
     "openbox",
     "xterm",
     "xdotool",
@@ -147,7 +149,7 @@ enum Cmd {
     },
     /// Run a benchmark that prints figures.
     Bench {
-        /// Which: audit, e2e, cu.
+        /// Which: audit, e2e, cu, hw, desktop.
         what: String,
     },
 }
@@ -201,6 +203,26 @@ fn run(cmd: Cmd) -> Result<()> {
             "e2e" => bench_e2e(&root),
             // Needs Xvfb (started by the example itself).
             "cu" => cargo(&["run", "--release", "-p", "shim-cu", "--example", "bench_cu"]),
+            // The isolated desktop: first screenshot of a session (needs Xvfb, openbox;
+            // Xephyr too for its figure).
+            "desktop" => {
+                cargo(&["build", "--release", "-p", "autogpt-shim"])?;
+                let bin = std::env::var_os("CARGO_TARGET_DIR")
+                    .map_or_else(|| root.join("target"), PathBuf::from)
+                    .join("release")
+                    .join("autogpt-shim");
+                let bin = bin.to_str().context("non-UTF-8 target path")?.to_owned();
+                cargo(&[
+                    "run",
+                    "--release",
+                    "-p",
+                    "shim-daemon",
+                    "--example",
+                    "bench_desktop",
+                    "--",
+                    &bin,
+                ])
+            }
             // Serial through the daemon vs a pty directly; the local-model route per chunk.
             "hw" => {
                 cargo(&["build", "--release", "-p", "autogpt-shim"])?;
@@ -220,7 +242,7 @@ fn run(cmd: Cmd) -> Result<()> {
                     &bin,
                 ])
             }
-            other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu, hw"),
+            other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu, hw, desktop"),
         },
     }
 }

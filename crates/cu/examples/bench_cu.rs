@@ -57,6 +57,7 @@ fn main() {
     std::thread::sleep(Duration::from_secs(2));
     let desktop = shim_cu::open(&shim_cu::OpenOptions {
         display: Some(x.display.clone()),
+        ..Default::default()
     })
     .unwrap();
     let n = 20;

@@ -50,6 +50,35 @@ pub enum Unavailable {
 pub struct OpenOptions {
     /// `computer_use_display`: an X display name (`:77`) to drive instead of `DISPLAY`.
     pub display: Option<String>,
+    /// Called with the process group of every application `APP_LAUNCH` starts (X11), so
+    /// the caller can make it die with the daemon. When it fails, the application is
+    /// killed and the launch fails.
+    pub on_launch: Option<LaunchHook>,
+    /// An `MIT-MAGIC-COOKIE-1` to authenticate with, instead of the `XAUTHORITY` lookup
+    /// (the isolated desktop's; X11).
+    pub cookie: Option<Cookie>,
+    /// Extra environment for launched applications (the isolated desktop's `XAUTHORITY`).
+    pub launch_env: Vec<(String, String)>,
+}
+
+/// An X authorization cookie; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Cookie(pub Vec<u8>);
+
+impl std::fmt::Debug for Cookie {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cookie(..)")
+    }
+}
+
+/// See [`OpenOptions::on_launch`].
+#[derive(Clone)]
+pub struct LaunchHook(pub std::sync::Arc<dyn Fn(u32) -> Result<(), String> + Send + Sync>);
+
+impl std::fmt::Debug for LaunchHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LaunchHook")
+    }
 }
 
 /// Opens the backend of this OS, or says why there is none.

@@ -101,6 +101,10 @@ pub struct StartArgs {
     /// Network for shell commands: allow (the default) or deny.
     #[arg(long, value_name = "MODE")]
     pub shell_network: Option<String>,
+    /// The display computer use drives: user (the default), isolated (a private X server
+    /// the daemon starts; Linux) or an X display name such as :77.
+    #[arg(long, value_name = "MODE")]
+    pub computer_use_display: Option<String>,
 }
 
 /// `demo` options.

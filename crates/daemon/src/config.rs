@@ -55,9 +55,11 @@ const KEYS: &[(&str, Kind)] = &[
     ("shell_sandbox_readable", Kind::StrList),
     ("max_commands_per_minute", Kind::Int),
     ("max_screenshots_per_minute", Kind::Int),
-    // Computer use [addition]: a private X display to drive, and screen rectangles
+    // Computer use [addition]: which X display to drive ("user", "isolated" or a display
+    // name such as ":77"), the isolated display's size ("WxH"), and screen rectangles
     // ("x1,y1,x2,y2", desktop coordinates) blacked out in every screenshot.
     ("computer_use_display", Kind::Str),
+    ("computer_use_display_size", Kind::Str),
     ("computer_use_masked_regions", Kind::StrList),
     ("reconnect_base_delay", Kind::Float),
     ("reconnect_max_delay", Kind::Float),
@@ -138,6 +140,8 @@ pub struct FlagOverrides {
     pub shell_sandbox: Option<String>,
     /// `start --shell-network`.
     pub shell_network: Option<String>,
+    /// `start --computer-use-display`.
+    pub computer_use_display: Option<String>,
 }
 
 /// Everything the loader reads, injectable for tests.
@@ -284,8 +288,10 @@ pub struct Settings {
     pub shell_sandbox_writable: Vec<PathBuf>,
     /// `shell_sandbox_readable`: absolute paths in the home a confined command may read.
     pub shell_sandbox_readable: Vec<PathBuf>,
-    /// `computer_use_display`: the X display computer use drives instead of `DISPLAY`.
-    pub computer_use_display: Option<String>,
+    /// `computer_use_display`: which X display computer use drives (docs/desktop.md).
+    pub computer_use_display: DisplayMode,
+    /// `computer_use_display_size`: width and height of the isolated display.
+    pub computer_use_display_size: [u32; 2],
     /// `computer_use_masked_regions`: `[x1, y1, x2, y2)` rectangles blacked out before
     /// any screenshot is encoded.
     pub computer_use_masked_regions: Vec<[i64; 4]>,
@@ -724,6 +730,11 @@ pub fn load(src: &ConfigSources) -> Result<Settings, ConfigError> {
     for (value, key, flag) in [
         (&f.shell_sandbox, "shell_sandbox", "--shell-sandbox"),
         (&f.shell_network, "shell_network", "--shell-network"),
+        (
+            &f.computer_use_display,
+            "computer_use_display",
+            "--computer-use-display",
+        ),
     ] {
         if let Some(v) = value {
             raw.set(key, Val::Str(v.clone()), Source::Flag, flag.into());
@@ -794,6 +805,83 @@ fn spelled<T>(
             )
         }),
     }
+}
+
+/// Which X display computer use drives (`computer_use_display`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DisplayMode {
+    /// The user's own desktop (`DISPLAY`): the default.
+    #[default]
+    User,
+    /// A private X server the daemon starts at the first computer-use request and stops
+    /// with the session or the daemon (Linux only).
+    Isolated,
+    /// An X display the user runs and names (`":77"`).
+    Named(String),
+}
+
+impl DisplayMode {
+    /// The explicit display name to open, if one was configured.
+    pub fn named(&self) -> Option<String> {
+        match self {
+            DisplayMode::Named(d) => Some(d.clone()),
+            DisplayMode::User | DisplayMode::Isolated => None,
+        }
+    }
+
+    /// The word for records and `doctor`: `user`, `isolated` or `named`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DisplayMode::User => "user",
+            DisplayMode::Isolated => "isolated",
+            DisplayMode::Named(_) => "named",
+        }
+    }
+}
+
+/// Parses `computer_use_display`: `user`, `isolated`, or an X display name (`[host]:N`).
+fn display_mode(raw: &Raw) -> Result<DisplayMode, ConfigError> {
+    let Some((s, loc)) = raw.str("computer_use_display") else {
+        return Ok(DisplayMode::User);
+    };
+    match s {
+        "" | "user" => Ok(DisplayMode::User),
+        "isolated" => Ok(DisplayMode::Isolated),
+        d if d.contains(':') && !d.contains(char::is_whitespace) => {
+            Ok(DisplayMode::Named(d.to_owned()))
+        }
+        other => Err(ConfigError::new(
+            loc,
+            format!(
+                "'{other}' is not one of user, isolated, or an X display name such as :77\nhint: see docs/desktop.md"
+            ),
+        )),
+    }
+}
+
+/// The smallest and largest side of the isolated display.
+const DISPLAY_SIDE: std::ops::RangeInclusive<u32> = 64..=8192;
+
+/// Parses `computer_use_display_size` (`"WxH"`, default `1280x800`).
+fn display_size(raw: &Raw) -> Result<[u32; 2], ConfigError> {
+    let Some((s, loc)) = raw.str("computer_use_display_size") else {
+        return Ok([1280, 800]);
+    };
+    let parsed = s.trim().split_once(['x', 'X']).and_then(|(w, h)| {
+        let w = w.trim().parse::<u32>().ok()?;
+        let h = h.trim().parse::<u32>().ok()?;
+        (DISPLAY_SIDE.contains(&w) && DISPLAY_SIDE.contains(&h)).then_some([w, h])
+    });
+    parsed.ok_or_else(|| {
+        ConfigError::new(
+            loc,
+            format!(
+                "'{s}' is not a size WIDTHxHEIGHT with each side {}-{} (e.g. 1280x800)",
+                DISPLAY_SIDE.start(),
+                DISPLAY_SIDE.end()
+            ),
+        )
+    })
 }
 
 /// A list of absolute paths (`~/` expanded).
@@ -1007,7 +1095,8 @@ fn resolve(
         shell_network,
         shell_sandbox_writable,
         shell_sandbox_readable,
-        computer_use_display: opt_str(raw, "computer_use_display").map(|(s, _)| s),
+        computer_use_display: display_mode(raw)?,
+        computer_use_display_size: display_size(raw)?,
         computer_use_masked_regions: masked_regions(raw)?,
         reconnect_base_delay,
         reconnect_max_delay,

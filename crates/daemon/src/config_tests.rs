@@ -280,7 +280,10 @@ fn computer_use_display_and_masked_regions() {
         None,
     );
     let s = load(&src).unwrap();
-    assert_eq!(s.computer_use_display.as_deref(), Some(":77"));
+    assert_eq!(
+        s.computer_use_display,
+        crate::config::DisplayMode::Named(":77".into())
+    );
     assert_eq!(
         s.computer_use_masked_regions,
         vec![[0, 0, 100, 50], [10, 20, 30, 40]]
@@ -416,4 +419,55 @@ fn bad_shell_sandbox_values_are_refused_with_a_hint() {
     let e = load(&src).unwrap_err();
     assert_eq!(e.location, "--shell-sandbox");
     assert!(e.reason.contains("off, workspace-write, read-only") && e.reason.contains("hint:"));
+}
+
+#[test]
+fn computer_use_display_modes_and_size() {
+    use crate::config::DisplayMode;
+    let load_env = |vars: &[(&str, &str)], flags: FlagOverrides| {
+        let (src, _d) = sources(vars, flags, None);
+        load(&src)
+    };
+    let s = load_env(&[], FlagOverrides::default()).unwrap();
+    assert_eq!(s.computer_use_display, DisplayMode::User);
+    assert_eq!(s.computer_use_display_size, [1280, 800]);
+    let s = load_env(
+        &[
+            ("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", "isolated"),
+            ("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY_SIZE", "1024x768"),
+        ],
+        FlagOverrides::default(),
+    )
+    .unwrap();
+    assert_eq!(s.computer_use_display, DisplayMode::Isolated);
+    assert_eq!(s.computer_use_display_size, [1024, 768]);
+    // The flag wins over the environment.
+    let s = load_env(
+        &[("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", "isolated")],
+        FlagOverrides {
+            computer_use_display: Some("user".into()),
+            ..FlagOverrides::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(s.computer_use_display, DisplayMode::User);
+    for bad in ["isolate", "USER", "foo bar:1"] {
+        let e = load_env(
+            &[("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", bad)],
+            FlagOverrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY"), "{e}");
+        assert!(e.contains("user, isolated"), "{e}");
+    }
+    for bad in ["1280", "0x800", "1280x99999", "axb", "1280x800x24"] {
+        let e = load_env(
+            &[("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY_SIZE", bad)],
+            FlagOverrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("WIDTHxHEIGHT"), "{e}");
+    }
 }

@@ -21,6 +21,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod confinement;
+pub mod desktop;
 pub mod error;
 pub mod host;
 pub mod ipc;
@@ -62,6 +63,7 @@ fn flags(cli: &Cli) -> FlagOverrides {
         f.enable_recording = s.enable_recording;
         f.shell_sandbox = s.shell_sandbox.clone();
         f.shell_network = s.shell_network.clone();
+        f.computer_use_display = s.computer_use_display.clone();
     }
     f
 }

@@ -159,6 +159,8 @@ pub use process::SpawnSpec;
 pub use process::TermSize;
 #[cfg(any(unix, windows))]
 pub use process::WorkDir;
+#[cfg(unix)]
+pub use process::register_process_group;
 #[cfg(any(unix, windows))]
 pub use process::spawn_pipe;
 #[cfg(unix)]

@@ -273,6 +273,14 @@ pub fn stop_sentinel() {
     }
 }
 
+/// Registers a process group the caller started itself (an application launched for
+/// computer use, say) with the daemon's sentinel, so that it is killed when the daemon
+/// dies, even by SIGKILL, like every command. Starts the sentinel if needed. On `Err` the
+/// group is not protected; the caller should end it (fail closed).
+pub fn register_process_group(pgid: i32) -> Result<(), ExecError> {
+    register_group(pgid)
+}
+
 /// Registers a command's process group with the daemon's sentinel (see
 /// `supervise.rs`), starting or restarting the sentinel if needed.
 fn register_group(pgid: i32) -> Result<(), ExecError> {

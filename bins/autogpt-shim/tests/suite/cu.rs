@@ -402,7 +402,8 @@ async fn screenshot_typing_click_windows_and_clipboard_through_the_daemon() {
     assert_eq!(oob["result"]["error_code"], "INPUT_OUT_OF_BOUNDS");
     assert_eq!(
         of("CLIPBOARD_WRITE")[0]["details"],
-        json!({"format": "text", "size_bytes": 11})
+        // [addition] A configured display is named in every record (docs/desktop.md).
+        json!({"format": "text", "size_bytes": 11, "display": "named"})
     );
     assert_eq!(of("WINDOW_FOCUS").len(), 2);
     assert!(!records.iter().any(|r| r["details"]["action"] == "warp"));

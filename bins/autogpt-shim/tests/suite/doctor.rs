@@ -93,7 +93,8 @@ async fn legacy_mode_with_everything_in_place_passes_and_creates_the_root() {
             "shell_network",
             "display_server",
             "window_list",
-            "display"
+            "display",
+            "isolated_display"
         ],
         "{}",
         r.raw
@@ -269,6 +270,44 @@ async fn an_x11_desktop_is_enumerated() {
     assert_eq!(r.marker("window_list"), "OK", "{}", r.raw);
     assert_eq!(r.get("clipboard"), ("OK", "X11 selections (built in)"));
     assert_eq!(r.get("display"), ("OK", "1 display(s): 1024x768"));
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_isolated_display_line_names_its_x_server() {
+    let env = Env::new(PeerConfig::default()).await;
+    let legacy = ["--allowed-root", env.root_str(), "--session-id", SID];
+    let r = doctor(&env, &legacy, &[]).await;
+    assert_eq!(r.marker("isolated_display"), "INFO");
+    assert!(r.get("isolated_display").1.starts_with("off"), "{}", r.raw);
+
+    let iso = ("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", "isolated");
+    // No user desktop: Xvfb.
+    let r = doctor(&env, &legacy, &[iso]).await;
+    assert_eq!(r.code, 0, "{}", r.raw);
+    let (m, d) = r.get("isolated_display");
+    assert_eq!(m, "OK", "{}", r.raw);
+    assert!(
+        d.starts_with("Xvfb (") && d.contains("1280x800 with openbox"),
+        "{d}"
+    );
+    // A reachable user desktop: Xephyr, shown on it.
+    let x = shim_cu::testing::Xvfb::start(640, 480);
+    let r = doctor(&env, &legacy, &[iso, ("DISPLAY", x.display.as_str())]).await;
+    let (m, d) = r.get("isolated_display");
+    assert_eq!(m, "OK", "{}", r.raw);
+    assert!(d.starts_with("Xephyr ("), "{d}");
+    assert!(
+        d.ends_with(&format!("shown as a window on {}", x.display)),
+        "{d}"
+    );
+    // Nothing to start it with: named, with the package.
+    let bin = env.dir.path().join("bin-no-x");
+    std::fs::create_dir_all(&bin).unwrap();
+    let r = doctor(&env, &legacy, &[iso, ("PATH", bin.to_str().unwrap())]).await;
+    let (m, d) = r.get("isolated_display");
+    assert_eq!(m, "WARN", "{}", r.raw);
+    assert!(d.starts_with("openbox is not installed"), "{d}");
 }
 
 #[tokio::test]

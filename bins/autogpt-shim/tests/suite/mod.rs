@@ -17,6 +17,8 @@ mod edge;
 pub(crate) mod harness;
 #[cfg(target_os = "linux")]
 mod hw;
+#[cfg(target_os = "linux")]
+mod isolated;
 mod legacy;
 mod llm;
 #[cfg(target_os = "linux")]

@@ -132,8 +132,11 @@ fn hidden_window(conn: &RustConnection, screen: usize, mask: EventMask) -> CuRes
 
 impl X11Clipboard {
     /// Connects twice (owner, reader) and starts the owner thread.
-    pub(super) fn start(display: Option<&str>) -> CuResult<X11Clipboard> {
-        let (owner, screen) = RustConnection::connect(display).map_err(xerr)?;
+    pub(super) fn start(
+        display: Option<&str>,
+        cookie: Option<&crate::Cookie>,
+    ) -> CuResult<X11Clipboard> {
+        let (owner, screen) = super::connect(display, cookie).map_err(xerr)?;
         let atoms = Atoms::new(&owner).map_err(xerr)?.reply().map_err(xerr)?;
         let window = hidden_window(&owner, screen, EventMask::PROPERTY_CHANGE)?;
         let xfixes = owner
@@ -160,7 +163,7 @@ impl X11Clipboard {
             .reply()
             .map_err(xerr)?
             .owner;
-        let (rconn, rscreen) = RustConnection::connect(display).map_err(xerr)?;
+        let (rconn, rscreen) = super::connect(display, cookie).map_err(xerr)?;
         let rwin = hidden_window(&rconn, rscreen, EventMask::PROPERTY_CHANGE)?;
         rconn.sync().map_err(xerr)?;
         let shared = Arc::new(Shared {

@@ -105,6 +105,8 @@ pub struct X11 {
     atoms: Atoms,
     keymap: Mutex<KeyMap>,
     display: Option<String>,
+    on_launch: Option<crate::LaunchHook>,
+    launch_env: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for X11 {
@@ -139,9 +141,12 @@ pub fn open(opts: &OpenOptions) -> Result<Desktop, Unavailable> {
         // rule of 2.2 is about the session the daemon runs in.
         return Err(Unavailable::Wayland);
     }
-    let x = Arc::new(X11::connect(display.as_deref())?);
+    let mut x = X11::connect(display.as_deref(), opts.cookie.as_ref())?;
+    x.on_launch = opts.on_launch.clone();
+    x.launch_env = opts.launch_env.clone();
+    let x = Arc::new(x);
     let clip: Arc<dyn crate::backend::Clipboard> =
-        match clipboard::X11Clipboard::start(display.as_deref()) {
+        match clipboard::X11Clipboard::start(display.as_deref(), opts.cookie.as_ref()) {
             Ok(c) => Arc::new(c),
             Err(e) => {
                 tracing::warn!(error = %e, "X11 clipboard unavailable");
@@ -162,10 +167,50 @@ pub fn open(opts: &OpenOptions) -> Result<Desktop, Unavailable> {
     })
 }
 
+/// Connects to `display` (or `DISPLAY`), with `cookie` when given instead of the
+/// `XAUTHORITY` lookup.
+pub(crate) fn connect(
+    display: Option<&str>,
+    cookie: Option<&crate::Cookie>,
+) -> Result<(RustConnection, usize), x11rb::errors::ConnectError> {
+    use x11rb::reexports::x11rb_protocol::parse_display::parse_display;
+    let Some(cookie) = cookie else {
+        return RustConnection::connect(display);
+    };
+    let parsed = parse_display(display)?;
+    let screen = usize::from(parsed.screen);
+    let mut last = None;
+    for addr in parsed.connect_instruction() {
+        match x11rb::rust_connection::DefaultStream::connect(&addr) {
+            Ok((stream, _)) => {
+                let c = RustConnection::connect_to_stream_with_auth_info(
+                    stream,
+                    screen,
+                    b"MIT-MAGIC-COOKIE-1".to_vec(),
+                    cookie.0.clone(),
+                )?;
+                return Ok((c, screen));
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) => x11rb::errors::ConnectError::IoError(e),
+        None => x11rb::errors::ConnectError::DisplayParsingError(
+            x11rb::reexports::x11rb_protocol::errors::DisplayParsingError::Unknown,
+        ),
+    })
+}
+
+/// Whether an X server accepts a connection on `display` (no other request is made).
+pub fn reachable(display: &str) -> bool {
+    RustConnection::connect(Some(display)).is_ok()
+}
+
 impl X11 {
-    fn connect(display: Option<&str>) -> Result<X11, Unavailable> {
+    fn connect(display: Option<&str>, cookie: Option<&crate::Cookie>) -> Result<X11, Unavailable> {
         let (conn, n) =
-            RustConnection::connect(display).map_err(|e| Unavailable::NoDisplay(e.to_string()))?;
+            connect(display, cookie).map_err(|e| Unavailable::NoDisplay(e.to_string()))?;
         let screen = conn
             .setup()
             .roots
@@ -194,6 +239,8 @@ impl X11 {
             atoms,
             keymap: Mutex::new(KeyMap::default()),
             display: display.map(str::to_owned),
+            on_launch: None,
+            launch_env: Vec::new(),
         };
         x.load_keymap()
             .map_err(|e| Unavailable::NoDisplay(e.message))?;
@@ -776,7 +823,16 @@ impl Apps for X11 {
             c
         };
         if let Some(d) = &self.display {
-            cmd.env("DISPLAY", d);
+            // Only this display: not the user's Wayland desktop either.
+            cmd.env("DISPLAY", d).env_remove("WAYLAND_DISPLAY");
+        }
+        cmd.envs(self.launch_env.iter().map(|(k, v)| (k, v)));
+        // The daemon's own settings and secrets (a keychain passphrase, say) are not the
+        // application's.
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("AUTOGPT_SHIM_") {
+                cmd.env_remove(k);
+            }
         }
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -786,7 +842,17 @@ impl Apps for X11 {
             .spawn()
             .map_err(|e| CuError::internal(format!("cannot start {exe}: {e}")))?;
         let pid = child.id();
-        // Reap it when it exits; the launched application is not supervised.
+        if let Some(hook) = &self.on_launch
+            && let Err(e) = (hook.0)(pid)
+        {
+            // Fail closed: an application that would outlive the daemon does not run.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(CuError::internal(format!(
+                "cannot supervise {exe}: {e}; it was stopped"
+            )));
+        }
+        // Reap it when it exits.
         std::thread::spawn(move || {
             let _ = child.wait();
         });

@@ -44,6 +44,7 @@ impl Rig {
     pub(crate) fn with(x: Xvfb, cfg: EngineConfig) -> Rig {
         let desktop = shim_cu::open(&OpenOptions {
             display: Some(x.display.clone()),
+            ..Default::default()
         })
         .unwrap();
         let clock = Arc::new(ManualClock::default());

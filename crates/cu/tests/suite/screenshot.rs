@@ -155,6 +155,7 @@ fn masked_regions_are_black_and_nothing_else_changes() {
         );
     let desktop = shim_cu::open(&shim_cu::OpenOptions {
         display: Some(masked.x.display.clone()),
+        ..Default::default()
     })
     .unwrap();
     // Wait until the xterm is painted, inside and outside the mask: a fixed sleep was too

@@ -169,11 +169,71 @@ pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
     out.extend(confinement_checks(settings));
     // One connection to the display server serves the platform and display checks.
     let desktop = shim_cu::open(&shim_cu::OpenOptions {
-        display: settings.computer_use_display.clone(),
+        display: settings.computer_use_display.named(),
+        ..Default::default()
     });
     out.extend(platform_checks(settings, &desktop));
     out.push(display_check(&desktop));
+    out.push(isolated_display_check(settings));
     out
+}
+
+/// `computer_use_display`: the mode, and for `isolated` the X server and window manager
+/// it would start.
+fn isolated_display_check(settings: &Settings) -> Check {
+    use crate::config::DisplayMode;
+    let label = "isolated_display";
+    match &settings.computer_use_display {
+        DisplayMode::User => check(
+            label,
+            Marker::Info,
+            "off: computer use drives your own desktop (computer_use_display = \"user\")",
+        ),
+        DisplayMode::Named(d) => check(
+            label,
+            Marker::Info,
+            format!("off: computer use drives the display {d} you named"),
+        ),
+        DisplayMode::Isolated => match crate::desktop::supported() {
+            Err(why) => blocking(label, Marker::Fail, why.replace('\n', "; ")),
+            Ok(()) => isolated_plan_check(settings, label),
+        },
+    }
+}
+
+/// The X server and window manager an isolated desktop would start here.
+#[cfg(target_os = "linux")]
+fn isolated_plan_check(settings: &Settings, label: &'static str) -> Check {
+    let [w, h] = settings.computer_use_display_size;
+    match crate::desktop::plan_here() {
+        Ok(p) => check(
+            label,
+            Marker::Ok,
+            format!(
+                "{} ({}) {w}x{h} with {}, started at the first computer-use request{}",
+                p.server.program(),
+                p.server_path.display(),
+                crate::desktop::WINDOW_MANAGER,
+                match &p.server {
+                    crate::desktop::Server::Xephyr { parent } => {
+                        format!("; shown as a window on {parent}")
+                    }
+                    crate::desktop::Server::Xvfb => String::new(),
+                }
+            ),
+        ),
+        Err(m) => check(
+            label,
+            Marker::Warn,
+            format!("{m}: computer-use requests will fail"),
+        ),
+    }
+}
+
+/// Never reached: [`crate::desktop::supported`] refuses every OS but Linux.
+#[cfg(not(target_os = "linux"))]
+fn isolated_plan_check(_settings: &Settings, label: &'static str) -> Check {
+    blocking(label, Marker::Fail, "not available on this OS")
 }
 
 /// `shell_sandbox` and `shell_network`: the mode in force, the mechanism and its state.

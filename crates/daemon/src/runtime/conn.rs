@@ -1103,7 +1103,7 @@ async fn handle(
         }
         m if crate::runtime::cu::is_cu(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;
-            match crate::runtime::cu::handle(&rt.cu, &rt.audit, max, id, &m).await {
+            match crate::runtime::cu::handle(&rt.machine.cu, &rt.cu, &rt.audit, max, id, &m).await {
                 Some(r) => r,
                 None => Ok(crate::runtime::cu::not_enabled()),
             }

@@ -26,6 +26,7 @@ use shim_protocol::MessageType;
 use shim_protocol::messages::handshake::Ack;
 use shim_protocol::messages::handshake::Hello;
 
+use crate::config::DisplayMode;
 use crate::config::Settings;
 use crate::runtime::auditor::AuditFailed;
 use crate::runtime::auditor::Auditor;
@@ -38,9 +39,15 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// the first HELLO that needs it and reopened when its display connection died.
 pub(crate) struct CuMachine {
     enabled: bool,
+    mode: DisplayMode,
+    size: [u32; 2],
     open: OpenOptions,
     cfg: EngineConfig,
     engine: Mutex<Option<Arc<Engine>>>,
+    /// The isolated desktop, shared by the sessions that use it (each holds it strongly,
+    /// so it stops when the last of them ends); starts are serialized here.
+    #[cfg(target_os = "linux")]
+    isolated: tokio::sync::Mutex<std::sync::Weak<crate::runtime::desktop::Isolated>>,
 }
 
 impl CuMachine {
@@ -48,8 +55,11 @@ impl CuMachine {
     pub(crate) fn new(s: &Settings) -> CuMachine {
         CuMachine {
             enabled: s.enable_computer_use,
+            mode: s.computer_use_display.clone(),
+            size: s.computer_use_display_size,
             open: OpenOptions {
-                display: s.computer_use_display.clone(),
+                display: s.computer_use_display.named(),
+                ..Default::default()
             },
             cfg: EngineConfig {
                 enable_clipboard: s.enable_clipboard,
@@ -59,7 +69,75 @@ impl CuMachine {
                 masked_regions: s.computer_use_masked_regions.clone(),
             },
             engine: Mutex::new(None),
+            #[cfg(target_os = "linux")]
+            isolated: tokio::sync::Mutex::new(std::sync::Weak::new()),
         }
+    }
+
+    /// The word for audit records: `user`, `isolated` or `named`.
+    pub(crate) fn mode(&self) -> &'static str {
+        self.mode.as_str()
+    }
+
+    /// What an isolated desktop will offer, known without starting it: X11 with a window
+    /// manager, the clipboard when enabled, and the configured size.
+    fn isolated_lists(&self) -> Option<(Features, Option<[i64; 2]>)> {
+        if !self.enabled || self.mode != DisplayMode::Isolated || !cfg!(target_os = "linux") {
+            return None;
+        }
+        let [w, h] = self.size;
+        Some((
+            Features::for_host(
+                shim_cu::backend::HostKind::X11,
+                true,
+                self.cfg.enable_clipboard,
+            ),
+            Some([i64::from(w), i64::from(h)]),
+        ))
+    }
+
+    /// The engine of the isolated desktop `session` uses, starting the desktop if none
+    /// runs. Must be called on the async task serving the request (see `desktop`).
+    #[cfg(target_os = "linux")]
+    async fn isolated_engine(
+        &self,
+        session: &CuSession,
+        op: &str,
+    ) -> Result<Arc<Engine>, shim_cu::CuError> {
+        let mut mine = session.isolated.lock().await;
+        if let Some(i) = mine.as_ref()
+            && i.alive()
+        {
+            return Ok(i.engine.clone());
+        }
+        let mut shared = self.isolated.lock().await;
+        if let Some(i) = shared.upgrade()
+            && i.alive()
+        {
+            let e = i.engine.clone();
+            *mine = Some(i);
+            return Ok(e);
+        }
+        // Whatever this session held is dead: let it go before starting a new one.
+        *mine = None;
+        let plan = tokio::task::spawn_blocking(crate::desktop::plan_here)
+            .await
+            .map_err(|e| shim_cu::CuError::internal(e.to_string()))?
+            .map_err(|m| crate::runtime::desktop::StartError::Missing(m).to_cu(op))?;
+        let cfg = self.cfg.clone();
+        let iso = crate::runtime::desktop::start(plan, self.size, move |desktop| {
+            Engine::new(desktop, cfg, Arc::new(SystemClock::default()))
+        })
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, "the isolated display did not start");
+            e.to_cu(op)
+        })?;
+        let iso = Arc::new(iso);
+        *shared = Arc::downgrade(&iso);
+        let e = iso.engine.clone();
+        *mine = Some(iso);
+        Ok(e)
     }
 
     /// The engine if the desktop is usable now (blocking: may connect to X).
@@ -92,12 +170,24 @@ impl CuMachine {
     }
 }
 
+/// Which engine serves a connection's requests.
+#[derive(Clone)]
+enum Served {
+    /// The user's (or a named) display, opened at the HELLO.
+    Engine(Arc<Engine>),
+    /// The isolated desktop, started at the first request.
+    Isolated,
+}
+
 /// Per-runtime computer-use state: window ids and the clipboard writeback record (1.4),
-/// plus what this runtime's current connection advertised.
+/// plus what this runtime's current connection advertised, and the isolated desktop this
+/// runtime uses (it stops when the last runtime holding it ends).
 #[derive(Default)]
 pub(crate) struct CuSession {
     state: SessionState,
-    advertised: Mutex<Option<(Arc<Engine>, Features)>>,
+    advertised: Mutex<Option<(Served, Features)>>,
+    #[cfg(target_os = "linux")]
+    isolated: tokio::sync::Mutex<Option<Arc<crate::runtime::desktop::Isolated>>>,
 }
 
 impl std::fmt::Debug for CuSession {
@@ -114,6 +204,18 @@ pub(crate) async fn advertise(
     hello: &mut Hello,
 ) {
     session.state.on_hello();
+    if let Some((features, res)) = machine.isolated_lists() {
+        let (fine, coarse) = features.to_wire();
+        hello.capabilities.push(Capability::ComputerUse);
+        hello.computer_use_features = fine;
+        hello.computer_use_features_coarse = coarse;
+        hello.screen_resolution =
+            res.and_then(|[w, h]| Some([u32::try_from(w).ok()?, u32::try_from(h).ok()?]));
+        if let Ok(mut a) = session.advertised.lock() {
+            *a = Some((Served::Isolated, features));
+        }
+        return;
+    }
     let m = machine.clone();
     let probe = tokio::task::spawn_blocking(move || {
         let engine = m.probe()?;
@@ -132,7 +234,7 @@ pub(crate) async fn advertise(
         hello.computer_use_features_coarse = coarse;
         hello.screen_resolution =
             res.and_then(|[w, h]| Some([u32::try_from(w).ok()?, u32::try_from(h).ok()?]));
-        (engine, features)
+        (Served::Engine(engine), features)
     });
     if let Ok(mut a) = session.advertised.lock() {
         *a = advertised;
@@ -177,16 +279,48 @@ fn reply(r: Reply) -> Message {
 /// Serves one computer-use request on a data connection whose grant includes
 /// `computer_use`. `None` when computer use was not advertised on this connection.
 pub(crate) async fn handle(
+    machine: &Arc<CuMachine>,
     session: &Arc<CuSession>,
     audit: &Auditor,
     max_file_size: u64,
     id: &str,
     msg: &Message,
 ) -> Option<Result<Message, AuditFailed>> {
-    let (engine, features) = session.advertised.lock().ok()?.clone()?;
+    let (served, features) = session.advertised.lock().ok()?.clone()?;
     let req = request(msg)?;
-    let s = session.clone();
     let op = req.op();
+    let mode = machine.mode();
+    let engine = match served {
+        Served::Engine(e) => e,
+        #[cfg(target_os = "linux")]
+        Served::Isolated => {
+            let began = std::time::Instant::now();
+            match machine.isolated_engine(session, op).await {
+                Ok(e) => e,
+                Err(err) => {
+                    // Fail closed: never the user's display. One record, one error.
+                    let outcome = shim_cu::engine::Outcome {
+                        reply: Err(err),
+                        audit: Some(shim_cu::engine::AuditRecord {
+                            op,
+                            details: serde_json::Map::new(),
+                            duration: began.elapsed(),
+                        }),
+                    };
+                    if let Err(e) = record(audit, id, &outcome, false, mode).await {
+                        return Some(Err(e));
+                    }
+                    return Some(Ok(match outcome.reply {
+                        Ok(r) => reply(r),
+                        Err(e) => Message::Error(e.to_payload()),
+                    }));
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        Served::Isolated => return None,
+    };
+    let s = session.clone();
     let (cancel_audit, cancel_id) = (audit.clone(), id.to_owned());
     let job = Blocking::spawn(
         move || {
@@ -202,11 +336,11 @@ pub(crate) async fn handle(
         // An action already under way still happens when its request is cancelled: audit it.
         move |r| async move {
             let outcome = outcome_of(r.map_err(|e| e.to_string()), op);
-            let _ = record(&cancel_audit, &cancel_id, &outcome, true).await;
+            let _ = record(&cancel_audit, &cancel_id, &outcome, true, mode).await;
         },
     );
     let outcome = outcome_of(job.join().await, op);
-    if let Err(e) = record(audit, id, &outcome, false).await {
+    if let Err(e) = record(audit, id, &outcome, false, mode).await {
         return Some(Err(e));
     }
     Some(Ok(match outcome.reply {
@@ -233,12 +367,14 @@ fn outcome_of(
 }
 
 /// Writes the outcome's audit record, if it has one (section 6), marked `cancelled` when the
-/// request was gone before the action ended.
+/// request was gone before the action ended. [addition] `display` names the display mode
+/// (`isolated`, `named`) when it is not the user's own desktop.
 async fn record(
     audit: &Auditor,
     id: &str,
     outcome: &shim_cu::engine::Outcome,
     cancelled: bool,
+    mode: &'static str,
 ) -> Result<(), AuditFailed> {
     let Some(rec) = &outcome.audit else {
         return Ok(());
@@ -249,6 +385,9 @@ async fn record(
     }
     if cancelled {
         details.insert("cancelled", true);
+    }
+    if mode != "user" {
+        details.insert("display", mode);
     }
     let result = match &outcome.reply {
         Ok(_) => AuditResult::ok_after(rec.duration),

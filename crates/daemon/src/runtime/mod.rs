@@ -13,6 +13,7 @@
 //! * [`notify`]: desktop notifications with Approve / Deny buttons for them.
 //! * [`llm`]: the local-model route (Ollama discovery and completions).
 //! * [`hw`]: hardware advertisement and the PROPOSED operations.
+//! * `desktop` (Linux): the isolated desktop's X server and window manager.
 //! * [`cu`]: computer-use state and dispatch.
 //! * [`machine`]: the process-wide state (settings, identity, audit, limits, tokens).
 //! * [`status`]: the `status` snapshot built from the machine and the board.
@@ -36,6 +37,8 @@ pub(crate) mod console;
 pub(crate) mod control;
 pub(crate) mod cu;
 pub(crate) mod data;
+#[cfg(target_os = "linux")]
+pub(crate) mod desktop;
 #[cfg(windows)]
 pub(crate) mod file_id;
 pub mod grant;

@@ -145,6 +145,28 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     // The command sandbox: an explicit request this machine cannot enforce refuses to
     // start (exit 78); never run commands unconfined silently.
     let confinement = crate::confinement::effective(&settings).map_err(DaemonError::Preflight)?;
+    // The isolated desktop: refused where it cannot exist (exit 78), never replaced by the
+    // user's own display.
+    if settings.computer_use_display == crate::config::DisplayMode::Isolated {
+        crate::desktop::supported().map_err(DaemonError::Preflight)?;
+        #[cfg(target_os = "linux")]
+        if settings.enable_computer_use {
+            match crate::desktop::plan_here() {
+                Ok(p) => {
+                    let _ = writeln!(
+                        out,
+                        "Computer use runs on an isolated display ({} {}x{}, started at the first request).",
+                        p.server.program(),
+                        settings.computer_use_display_size[0],
+                        settings.computer_use_display_size[1]
+                    );
+                }
+                Err(m) => tracing::warn!(
+                    "computer use cannot start its isolated display: {m}; computer-use requests will fail"
+                ),
+            }
+        }
+    }
     if settings.enable_shell {
         if confinement.mode.confines() {
             let _ = writeln!(
@@ -258,6 +280,10 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
             AuditEvent::new("SHIM_START").details(
                 Map::new()
                     .with("shim_version", env!("CARGO_PKG_VERSION"))
+                    .with(
+                        "computer_use_display",
+                        settings.computer_use_display.as_str(),
+                    )
                     .with("shell_sandbox", confinement.mode.as_str())
                     .with("shell_network", confinement.network.as_str())
                     .with(
