@@ -154,9 +154,10 @@ impl Daemon<'_> {
             .envs(std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("MALLOC_")))
             // Settings from the bench's own environment win over the bench's defaults (to
             // measure another configuration); the per-phase settings win over both.
-            .envs(std::env::vars_os().filter(|(k, _)| {
-                k.to_string_lossy().starts_with("AUTOGPT_SHIM_")
-            }))
+            .envs(
+                std::env::vars_os()
+                    .filter(|(k, _)| k.to_string_lossy().starts_with("AUTOGPT_SHIM_")),
+            )
             .envs(self.env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
