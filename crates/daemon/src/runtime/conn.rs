@@ -940,7 +940,7 @@ async fn run_request(conn: Arc<Conn>, f: Frame) {
         summary(&f.message),
         matches!(f.message, Message::ExecuteCommand(_)),
     );
-    let result = handle(&conn, &f, op.cancelled()).await;
+    let result = handle(&conn, &f.id, f.message, op.cancelled()).await;
     drop(op);
     if let Ok(Some(Message::ScreenshotResponse(p))) = &result {
         conn.rt
@@ -1005,13 +1005,16 @@ fn error_msg(code: ErrorCode, message: &str) -> Message {
     Message::Error(ErrorPayload::new(code, message))
 }
 
-/// Mode check, capability check and handler (3.5 steps 7-10).
+/// Mode check, capability check and handler (3.5 steps 7-10) of request `id`. Takes the
+/// message by value, so a large payload (a 1 MiB `SERIAL_WRITE` or `FILE_WRITE`) is not
+/// copied again on its way to the handler.
 async fn handle(
     conn: &Conn,
-    f: &Frame,
+    id: &str,
+    message: Message,
     cancel: &CancellationToken,
 ) -> Result<Option<Message>, AuditFailed> {
-    let ty = f.message_type();
+    let ty = message.message_type();
     let rt = &conn.rt;
     let is_control = matches!(rt.role, Role::Control);
     // Step 7: the control connection never executes anything (6.3).
@@ -1019,7 +1022,7 @@ async fn handle(
         // COMPUTER_USE_HW.md 1.3: refusals at steps 1-2 of that area are not audited.
         if !gate_refusal_unaudited(ty) {
             rt.audit
-                .refusal(ty.as_str(), &f.id, &ErrorCode::FeatureNotSupported)
+                .refusal(ty.as_str(), id, &ErrorCode::FeatureNotSupported)
                 .await?;
         }
         return Ok(Some(error_msg(
@@ -1040,7 +1043,7 @@ async fn handle(
     if !granted {
         if !gate_refusal_unaudited(ty) {
             rt.audit
-                .refusal(ty.as_str(), &f.id, &ErrorCode::CapabilityNotGranted)
+                .refusal(ty.as_str(), id, &ErrorCode::CapabilityNotGranted)
                 .await?;
         }
         return Ok(Some(capability_refusal(conn, &cap)));
@@ -1052,7 +1055,7 @@ async fn handle(
                 "control plane unavailable",
             )));
         };
-        return control.handle(&f.id, &f.message).await.map(Some);
+        return control.handle(id, &message).await.map(Some);
     }
     if ty.is_control_request() {
         return Ok(Some(error_msg(
@@ -1062,7 +1065,7 @@ async fn handle(
     }
     if rt.machine.paused.load(Ordering::SeqCst) {
         rt.audit
-            .refusal(ty.as_str(), &f.id, &ErrorCode::ShimOverloaded)
+            .refusal(ty.as_str(), id, &ErrorCode::ShimOverloaded)
             .await?;
         return Ok(Some(error_msg(
             ErrorCode::ShimOverloaded,
@@ -1082,8 +1085,7 @@ async fn handle(
     } else {
         None
     };
-    let id = f.id.as_str();
-    let r = match f.message.clone() {
+    let r = match message {
         Message::FileRead(p) => data.read(id, p).await,
         Message::FileWrite(p) => data.write(id, p).await,
         Message::FileStat(p) => data.stat(id, p).await,
@@ -1099,7 +1101,7 @@ async fn handle(
         m if crate::runtime::hw::is_hw(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;
             let n = &conn.negotiated;
-            crate::runtime::hw::handle(&rt.machine.hw, &rt.hw, &rt.audit, n, max, id, &m).await
+            crate::runtime::hw::handle(&rt.machine.hw, &rt.hw, &rt.audit, n, max, id, m).await
         }
         m if crate::runtime::cu::is_cu(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;

@@ -242,7 +242,9 @@ fn record(reply: &Message, started: Instant) -> AuditResult {
 /// Serves one hardware request after the gate (P7: payload validation was done by the
 /// decoder; then the allowlist, then the operation). Exactly one audit record (P8), also
 /// when the connection drops while the device is in use: the operation runs on the
-/// blocking pool to its end and is then recorded with `cancelled: true`.
+/// blocking pool to its end and is then recorded with `cancelled: true`. The operation and
+/// its record share one blocking-pool thread; the answer is returned once the record is
+/// durable.
 pub(crate) async fn handle(
     m: &HwMachine,
     s: &HwSession,
@@ -250,7 +252,7 @@ pub(crate) async fn handle(
     n: &Negotiated,
     max_file_size: u64,
     id: &str,
-    msg: &Message,
+    msg: Message,
 ) -> Result<Message, AuditFailed> {
     if !m.proposed {
         // 9.1: no hardware operation exists unless the user opted into the proposal.
@@ -285,7 +287,7 @@ pub(crate) async fn handle(
         .and_then(|c| c.clone())
         .unwrap_or_default();
     let source = m.source.clone();
-    let (op, work): (&'static str, Box<dyn FnOnce() -> Done + Send>) = match msg.clone() {
+    let (op, work): (&'static str, Box<dyn FnOnce() -> Done + Send>) = match msg {
         Message::HardwareListRequest(_) => {
             let caps: Vec<Capability> = m
                 .capabilities()
@@ -328,30 +330,52 @@ pub(crate) async fn handle(
         }
         _ => return Ok(plain(ErrorCode::InternalError, "not a hardware request")),
     };
-    let (cancel_audit, owned_id) = (audit.clone(), id.to_owned());
-    let job = Blocking::spawn(work, move |r| async move {
-        // The request is gone (its connection dropped) but the device was used: record it.
-        let (d, result) = match r {
-            Ok(done) => {
-                let result = record(&done.reply, started);
-                (done.details, result)
+    // One hand-off, as for file requests (`DataPlane::run_jail_op`): the device operation
+    // and its audit record run on the same blocking-pool thread, so the answer exists only
+    // once the record is durable (AUDIT_AUTH_CLI.md 1.11) and the request waits for one
+    // thread switch instead of two.
+    let (rec_audit, rec_id) = (audit.clone(), id.to_owned());
+    let (cancel_audit, cancel_id) = (audit.clone(), id.to_owned());
+    let job = Blocking::spawn_watched(
+        move |waiter| {
+            let done = work();
+            let result = record(&done.reply, started);
+            let mut d = done.details;
+            if waiter.gone() {
+                // The request is gone (its connection dropped) but the device was used.
+                d.insert("cancelled", true);
             }
-            Err(_) => (Map::new(), AuditResult::failed(&ErrorCode::InternalError)),
-        };
-        let _ = cancel_audit
-            .op(op, Some(&owned_id), d.with("cancelled", true), result)
-            .await;
-    });
-    let done = match job.join().await {
-        Ok(d) => d,
-        Err(e) => Done {
-            details: Map::new(),
-            reply: plain(ErrorCode::InternalError, &e),
+            let audited = rec_audit.op_blocking(op, Some(&rec_id), d, result);
+            (done.reply, audited)
         },
-    };
-    let result = record(&done.reply, started);
-    audit.op(op, Some(id), done.details, result).await?;
-    Ok(done.reply)
+        // Only reached with the record already written, or when the work never produced
+        // one (it panicked): then record the failure, marked cancelled.
+        move |r| async move {
+            if r.is_err() {
+                let _ = cancel_audit
+                    .op(
+                        op,
+                        Some(&cancel_id),
+                        Map::new().with("cancelled", true),
+                        AuditResult::failed(&ErrorCode::InternalError),
+                    )
+                    .await;
+            }
+        },
+    );
+    match job.join().await {
+        Ok((reply, audited)) => {
+            audited?;
+            Ok(reply)
+        }
+        Err(e) => {
+            let reply = plain(ErrorCode::InternalError, &e);
+            audit
+                .op(op, Some(id), Map::new(), record(&reply, started))
+                .await?;
+            Ok(reply)
+        }
+    }
 }
 
 fn list(source: &Source, kinds: Kinds, types: Vec<String>) -> Done {
