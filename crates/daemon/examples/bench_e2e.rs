@@ -251,6 +251,61 @@ fn fsync_floor(dir: &Path, n: u64) -> Res<(Duration, Duration)> {
     Ok(percentiles(&mut samples))
 }
 
+/// The machine's CPU time so far (`/proc/stat`, all CPUs): (busy, total) in clock ticks.
+fn machine_ticks() -> Res<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat")?;
+    let line = stat.lines().next().ok_or("empty /proc/stat")?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = v.iter().take(8).sum();
+    // idle and iowait
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    Ok((total - idle, total))
+}
+
+/// A process's CPU time so far (user + system), in clock ticks (`/proc/<pid>/stat`).
+fn process_ticks(pid: u32) -> Res<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The fields after the command name, which may hold spaces, start after its `)`.
+    let rest = stat.rsplit_once(')').ok_or("odd /proc/pid/stat")?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let n = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    Ok(n(11) + n(12))
+}
+
+/// How busy the machine's CPUs were, and the daemon's CPU time per request, over a phase.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cpu {
+    /// Share of all CPUs' time that was busy, 0 to 1.
+    busy: f64,
+    /// The daemon's CPU time per answered request, in µs.
+    daemon_us_per_request: f64,
+}
+
+/// Runs a throughput phase and says how busy the CPUs were meanwhile.
+async fn measured<F: std::future::Future<Output = Res<(f64, Duration, Duration)>>>(
+    pid: u32,
+    secs: u64,
+    phase: F,
+) -> Res<((f64, Duration, Duration), Cpu)> {
+    let (m0, d0) = (machine_ticks()?, process_ticks(pid)?);
+    let r = phase.await?;
+    let (m1, d1) = (machine_ticks()?, process_ticks(pid)?);
+    let busy = (m1.0 - m0.0) as f64 / ((m1.1 - m0.1).max(1)) as f64;
+    // Clock ticks are 1/100 s on Linux.
+    let daemon_us = (d1 - d0) as f64 * 10_000.0;
+    let requests = r.0 * secs as f64;
+    let cpu = Cpu {
+        busy,
+        daemon_us_per_request: daemon_us / requests.max(1.0),
+    };
+    Ok((r, cpu))
+}
+
 /// What `/proc/<pid>/status` says of a process's memory, in KiB.
 #[derive(Debug, Clone, Copy, Default)]
 struct Memory {
@@ -585,6 +640,8 @@ struct Run {
     chats_p50: Duration,
     chats_p99: Duration,
     idle: Memory,
+    mixed_cpu: Cpu,
+    chats_cpu: Cpu,
     loaded_hwm_kib: u64,
 }
 
@@ -637,14 +694,22 @@ async fn one_run(
     run.stat_rate = throughput(&one, in_flight, Load::Stat, secs).await?.0;
     run.read_rate = throughput(&one, in_flight, Load::Read4k, secs).await?.0;
     run.write_rate = throughput(&one, in_flight, Load::Write64k, secs).await?.0;
-    run.mixed_rate = throughput(&one, in_flight, Load::Mixed, secs).await?.0;
+    let (mixed, cpu) = measured(pid, secs, throughput(&one, in_flight, Load::Mixed, secs)).await?;
+    (run.mixed_rate, run.mixed_cpu) = (mixed.0, cpu);
     run.loaded_hwm_kib = memory_kib(pid)?.hwm;
     let _ = child.start_kill();
     let _ = child.wait().await;
     drop(one);
 
     let (mut child, control, chats) = start_chats(daemon, peer, store, 8).await?;
-    let (rate, p50, p99) = throughput(&chats, in_flight, Load::Mixed, secs).await?;
+    let chats_pid = child.id().ok_or("the daemon exited at once")?;
+    let ((rate, p50, p99), cpu) = measured(
+        chats_pid,
+        secs,
+        throughput(&chats, in_flight, Load::Mixed, secs),
+    )
+    .await?;
+    run.chats_cpu = cpu;
     (run.chats_rate, run.chats_p50, run.chats_p99) = (rate, p50, p99);
     let _ = child.start_kill();
     let _ = child.wait().await;
@@ -795,6 +860,14 @@ async fn main() -> Res<()> {
         mib(anon),
         mib(file),
         median_by(&all, |r| r.idle.threads)
+    );
+    let pct = |f: fn(&Run) -> f64| format!("{:.0} %", 100.0 * median_by(&all, f));
+    println!(
+        "    CPUs busy, mixed load: one connection {} (daemon {:.0} µs CPU a request), 8 chats {} ({:.0} µs)",
+        pct(|r| r.mixed_cpu.busy),
+        r(|r| r.mixed_cpu.daemon_us_per_request),
+        pct(|r| r.chats_cpu.busy),
+        r(|r| r.chats_cpu.daemon_us_per_request),
     );
     println!(
         "    loaded peak RSS (VmHWM)            {:>10}",
