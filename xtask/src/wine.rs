@@ -231,6 +231,61 @@ fn link_fixture(root: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The longest one `cargo test` under Wine may take (build included): a hung Wine
+/// program must fail the step, not run into CI's overall limit.
+const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
+/// `cmd.output()`, but after `limit` the command is killed, every Wine process of the
+/// prefix is ended (`wineserver -k`), and the error says so.
+fn output_within(
+    wine: &Wine,
+    mut cmd: Command,
+    limit: std::time::Duration,
+) -> Result<std::process::Output> {
+    use std::io::Read;
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn()?;
+    let mut out_pipe = child.stdout.take().context("no stdout pipe")?;
+    let mut err_pipe = child.stderr.take().context("no stderr pipe")?;
+    let out_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out_pipe.read_to_end(&mut v);
+        v
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err_pipe.read_to_end(&mut v);
+        v
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut k = Command::new("wineserver");
+            k.arg("-k");
+            wine.env(&mut k);
+            let _ = k.status();
+            bail!(
+                "still running after {} s; killed it and every Wine process of the prefix",
+                limit.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    Ok(std::process::Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
 /// Counts from libtest output: passed tests and runtime `SKIP <name>: <reason>` lines.
 fn counts(output: &str) -> (u64, Vec<String>) {
     let mut passed = 0;
@@ -283,8 +338,7 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
             "SHIM_JAIL_WINE_LINK_FIXTURE",
             format!("Z:{}", links.display()),
         );
-        let out = cmd
-            .output()
+        let out = output_within(&wine, cmd, RUN_LIMIT)
             .with_context(|| format!("cannot run cargo test -p {package} under Wine"))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -97,6 +97,25 @@ fn windows_env(env: &Env, c: &mut Command) {
     }
 }
 
+/// Starts the binary once with no pipes before any test does (Windows, run under Wine).
+///
+/// The first program that loads user32 makes Wine start its desktop process
+/// (`explorer.exe /desktop`), which inherits that program's standard handles and lives
+/// until the Wine session ends. Were that the daemon of a test, the test's stdout pipe would
+/// never reach end-of-file and `wait_with_output` would hang. Harmless on Windows itself.
+#[cfg(windows)]
+fn wine_desktop() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let _ = std::process::Command::new(env!("CARGO_BIN_EXE_autogpt-shim"))
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    });
+}
+
 /// A throw-away environment for one daemon.
 pub(crate) struct Env {
     pub(crate) dir: tempfile::TempDir,
@@ -129,6 +148,8 @@ impl Env {
     }
 
     pub(crate) async fn with_tokens(config: PeerConfig, tokens: bool) -> Env {
+        #[cfg(windows)]
+        wine_desktop();
         let dir = tempfile::tempdir().unwrap();
         let peer = Peer::start(config).await.unwrap();
         for d in ["home", "state", "config", "creds", "root", "local"] {
