@@ -4,7 +4,8 @@
 //! `<archive>.sha256` beside it and one `SHA256SUMS` for all (`sha256sum -c SHA256SUMS`).
 //!
 //! Every archive that can run here is unpacked again and its `autogpt-shim --version` run
-//! from the unpacked copy (aarch64 under qemu-user), so a broken archive fails the command.
+//! from the unpacked copy (aarch64 under qemu-user, Windows under Wine), so a broken
+//! archive fails the command.
 //! A target that does not compile is reported as skipped with the compiler's first error,
 //! and the others are still built; the command fails only if no archive could be built.
 
@@ -111,7 +112,7 @@ pub(crate) fn dist(root: &Path, only: &[String], profile: &str) -> Result<()> {
             Ok(bin_dir) => {
                 let name = format!("autogpt-shim-{version}-{triple}");
                 let path = package(root, &bin_dir, &out, &name, triple, format, exe)?;
-                let verified = verify(&path, &name, format, triple, exe, version)?;
+                let verified = verify(root, &path, &name, format, triple, exe, version)?;
                 Built::Archive { path, verified }
             }
         };
@@ -316,8 +317,10 @@ pub(crate) fn unpack(archive: &Path, format: Format, dest: &Path) -> Result<()> 
 }
 
 /// Checks the archive against its `.sha256`, unpacks it and runs `autogpt-shim --version`
-/// from the unpacked copy where this machine can run the target. Returns what was checked.
+/// from the unpacked copy where this machine can run the target (aarch64 under qemu-user,
+/// Windows under Wine). Returns what was checked.
 fn verify(
+    root: &Path,
     archive: &Path,
     name: &str,
     format: Format,
@@ -342,6 +345,15 @@ fn verify(
         } else if triple == "aarch64-unknown-linux-gnu" && have("qemu-aarch64") {
             let mut c = Command::new("qemu-aarch64");
             c.args(["-L", "/usr/aarch64-linux-gnu"]).arg(&bin);
+            c
+        } else if triple == "x86_64-pc-windows-gnu" {
+            // Under Wine, in the prefix `wine-test` uses (with its ProcessPrng stub DLL).
+            let Some(wine) = crate::wine::prepare(root)? else {
+                return Ok("sum checked; not runnable here (no Wine)".to_owned());
+            };
+            let mut c = Command::new("wine");
+            wine.env(&mut c);
+            c.arg(&bin);
             c
         } else {
             return Ok("sum checked; not runnable here".to_owned());

@@ -35,6 +35,22 @@ pub enum CredentialError {
     /// `AUTOGPT_SHIM_CREDENTIAL_STORE` holds an unknown value.
     #[error("AUTOGPT_SHIM_CREDENTIAL_STORE must be auto, keychain or file, not {0:?}")]
     BadChoice(String),
+    /// The secret is longer than the OS store can hold (Windows Credential Manager: a
+    /// credential blob of at most 2560 bytes, and keyring stores text as UTF-16, so at most
+    /// 1280 UTF-16 code units). Nothing was written; the spec defines no chunking.
+    #[error(
+        "the OS credential store cannot hold {account:?}: it is {bytes} bytes as stored, \
+         the limit is {limit}; hint: set AUTOGPT_SHIM_CREDENTIAL_STORE=file to keep the \
+         credentials in the encrypted file (see docs/install-windows.md)"
+    )]
+    TooLong {
+        /// The account that did not fit.
+        account: String,
+        /// Its size as the store would keep it.
+        bytes: usize,
+        /// The store's limit in the same unit.
+        limit: usize,
+    },
     /// The encrypted file cannot hold this account (legacy accounts live only in the OS store).
     #[error("the encrypted credential file has no place for account {0:?}")]
     UnsupportedAccount(String),

@@ -93,6 +93,16 @@ impl KeychainStore {
     }
 }
 
+/// The bytes `secret` takes in the OS store: UTF-16 on Windows (keyring's encoding of a
+/// password in a Credential Manager blob), UTF-8 elsewhere.
+fn stored_len(secret: &str) -> usize {
+    if cfg!(windows) {
+        secret.encode_utf16().count() * 2
+    } else {
+        secret.len()
+    }
+}
+
 /// The Credential Manager store, configured for the names of 3.8.
 #[cfg(windows)]
 mod windows {
@@ -104,6 +114,9 @@ mod windows {
 
     use super::unavailable;
     use crate::CredentialError;
+
+    /// `CRED_MAX_CREDENTIAL_BLOB_SIZE`: 5 × 512 bytes.
+    pub(super) const MAX_BLOB_BYTES: usize = 2560;
 
     /// keyring's Windows store with `@` between account and service (its default is `.`).
     static STORE: LazyLock<Result<Arc<CredentialStore>, String>> = LazyLock::new(|| {
@@ -161,9 +174,31 @@ impl CredentialStore for KeychainStore {
     }
 
     fn set(&self, account: &str, secret: &Secret) -> Result<(), CredentialError> {
+        self.check_fits(account, secret)?;
         self.entry(account)?
             .set_password(secret.expose())
-            .map_err(|e| unavailable(&e))
+            .map_err(|e| match e {
+                // Should the check above ever disagree with the backend: still typed.
+                keyring::Error::TooLong(_, limit) => CredentialError::TooLong {
+                    account: account.to_owned(),
+                    bytes: stored_len(secret.expose()),
+                    limit: usize::try_from(limit).unwrap_or(usize::MAX),
+                },
+                e => unavailable(&e),
+            })
+    }
+
+    #[cfg(windows)]
+    fn check_fits(&self, account: &str, secret: &Secret) -> Result<(), CredentialError> {
+        let bytes = stored_len(secret.expose());
+        if bytes > windows::MAX_BLOB_BYTES {
+            return Err(CredentialError::TooLong {
+                account: account.to_owned(),
+                bytes,
+                limit: windows::MAX_BLOB_BYTES,
+            });
+        }
+        Ok(())
     }
 
     fn delete(&self, account: &str) -> Result<bool, CredentialError> {

@@ -65,3 +65,97 @@ fn reads_a_legacy_item_whose_target_is_the_service_with_a_matching_username() {
         Err(keyring_core::Error::NoEntry)
     ));
 }
+
+/// A 3,000-byte token (6,000 bytes as UTF-16) against the 2,560-byte credential blob.
+fn long_token() -> Secret {
+    Secret::new("x".repeat(3000))
+}
+
+#[test]
+fn a_secret_longer_than_a_credential_blob_is_a_typed_error_and_nothing_is_written() {
+    let svc = service("long");
+    let store = KeychainStore::with_service(&svc);
+    store.set("access_token", &Secret::new("old")).unwrap();
+    let e = store.set("access_token", &long_token()).unwrap_err();
+    match &e {
+        CredentialError::TooLong {
+            account,
+            bytes,
+            limit,
+        } => {
+            assert_eq!(account, "access_token");
+            assert_eq!(*bytes, 6000);
+            assert_eq!(*limit, 2560);
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = e.to_string();
+    assert!(
+        text.contains("AUTOGPT_SHIM_CREDENTIAL_STORE=file"),
+        "no hint: {text}"
+    );
+    assert!(!text.contains("xxxx"), "the secret leaked: {text}");
+    // Not truncated, not replaced: the old value is still there.
+    assert_eq!(store.get("access_token").unwrap().unwrap().expose(), "old");
+    // The boundary: 1,280 UTF-16 units fit exactly and read back whole; one more does not.
+    let edge = "é".repeat(1280);
+    store
+        .set("access_token", &Secret::new(edge.as_str()))
+        .unwrap();
+    assert_eq!(store.get("access_token").unwrap().unwrap().expose(), edge);
+    assert!(matches!(
+        store.set("access_token", &Secret::new("é".repeat(1281))),
+        Err(CredentialError::TooLong { bytes: 2562, .. })
+    ));
+    assert!(store.delete("access_token").unwrap());
+}
+
+#[test]
+fn tokens_are_saved_whole_or_not_at_all() {
+    let svc = service("pair");
+    let store = KeychainStore::with_service(&svc);
+    let pair = crate::tokens::Tokens {
+        access: Some(long_token()),
+        refresh: Some(Secret::new("short-refresh")),
+    };
+    let e = crate::tokens::save(&store, "dep@http://x", &pair).unwrap_err();
+    assert!(matches!(e, CredentialError::TooLong { .. }), "{e:?}");
+    // The short refresh token was not written either.
+    assert!(
+        store
+            .get(&crate::account::refresh_token("dep@http://x"))
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn auto_mode_reports_the_long_secret_instead_of_splitting_the_tokens_across_stores() {
+    // AUDIT_AUTH_CLI.md 3.8: in `auto` the backend is chosen by whether the OS store is
+    // available. Credential Manager is (the probe succeeds), so `auto` selects it, and a
+    // secret it cannot hold is the typed error with the hint. Writing that one token to the
+    // encrypted file instead would split the pair: the next reader selects the OS store
+    // again and "item not found" is never a reason to switch (reported as a spec question).
+    let dir = std::env::temp_dir().join(format!("shim-auth-auto-{}", std::process::id()));
+    let store = crate::open_store(
+        crate::StoreChoice::Auto,
+        Some(dir.clone()),
+        Some(Secret::new("pw")),
+    )
+    .unwrap();
+    assert_eq!(store.backend(), crate::Backend::Keychain);
+    let pair = crate::tokens::Tokens {
+        access: Some(long_token()),
+        refresh: Some(Secret::new("short-refresh")),
+    };
+    let deployment = format!("autogpt-local-executor@http://long-{}", std::process::id());
+    let e = crate::tokens::save(store.as_ref(), &deployment, &pair).unwrap_err();
+    assert!(matches!(e, CredentialError::TooLong { .. }), "{e:?}");
+    assert!(!dir.join(crate::FILE_NAME).exists(), "written to the file");
+    assert!(
+        crate::tokens::load(store.as_ref(), &deployment)
+            .unwrap()
+            .refresh
+            .is_none()
+    );
+}

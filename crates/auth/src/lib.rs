@@ -136,4 +136,11 @@ pub trait CredentialStore: Send + Sync {
     fn set(&self, account: &str, secret: &Secret) -> Result<(), CredentialError>;
     /// Deletes the item; `false` when there was none.
     fn delete(&self, account: &str) -> Result<bool, CredentialError>;
+    /// Whether `secret` fits under `account` in this backend, checked before anything is
+    /// written so that a set of secrets is stored whole or not at all
+    /// ([`CredentialError::TooLong`] when it does not fit). Stores without a size limit
+    /// accept everything.
+    fn check_fits(&self, _account: &str, _secret: &Secret) -> Result<(), CredentialError> {
+        Ok(())
+    }
 }

@@ -81,6 +81,13 @@ pub fn save(
     deployment_id: &str,
     t: &Tokens,
 ) -> Result<(), CredentialError> {
+    // Both or neither: a token the store cannot hold fails before anything is written.
+    if let Some(r) = &t.refresh {
+        store.check_fits(&account::refresh_token(deployment_id), r)?;
+    }
+    if let Some(a) = &t.access {
+        store.check_fits(&account::access_token(deployment_id), a)?;
+    }
     if let Some(r) = &t.refresh {
         store.set(&account::refresh_token(deployment_id), r)?;
     }

@@ -319,7 +319,7 @@ async fn attach_activate_data_detach_restore() {
     let (child, conn) = start(&env, &[]).await;
 
     let a = browse_and_attach(&conn, SID, "Projects").await;
-    let projects = std::fs::canonicalize(home.join("Projects")).unwrap();
+    let projects = crate::suite::harness::canonical(&home.join("Projects"));
     assert_eq!(a.allowed_root, projects.to_str().unwrap());
     assert_eq!(a.revision, 1);
     assert!(a.root_grant.as_str().starts_with("v1."));
@@ -356,7 +356,7 @@ async fn attach_activate_data_detach_restore() {
     // Data on the child, jailed to the attached folder.
     let r = data.request(stat(&a.allowed_root), T).await.unwrap();
     assert_eq!(r.frame.message_type(), MessageType::FileStatResponse);
-    let other = std::fs::canonicalize(home.join("Other")).unwrap();
+    let other = crate::suite::harness::canonical(&home.join("Other"));
     let r = data
         .request(stat(other.to_str().unwrap()), T)
         .await
@@ -608,12 +608,7 @@ async fn children_share_the_machine_wide_work_limit() {
     browse_and_attach(&conn, "s-b", "B").await;
     let a = std::sync::Arc::new(activate_child(&env, &conn, "s-a").await);
     let b = std::sync::Arc::new(activate_child(&env, &conn, "s-b").await);
-    let cmd = || {
-        Message::ExecuteCommand(shim_protocol::messages::exec::ExecuteCommand {
-            argv: Some(vec!["sleep".into(), "1".into()]),
-            ..Default::default()
-        })
-    };
+    let cmd = || crate::suite::harness::sleep_command(1);
     let started = std::time::Instant::now();
     let (ra, rb) = tokio::join!(a.request(cmd(), T), b.request(cmd(), T));
     let elapsed = started.elapsed();

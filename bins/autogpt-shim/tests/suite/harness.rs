@@ -78,6 +78,44 @@ fn template(tokens: bool) -> &'static (PathBuf, String) {
     })
 }
 
+/// Windows needs `SystemRoot` (Winsock) and friends, which `env_clear` removed.
+/// `USERNAME` names the control pipe (`\\.\pipe\autogpt-shim-<domain>.<user>-control`):
+/// one per test, so that the daemons of parallel tests do not take each other for a second
+/// daemon (the pipe's security descriptor still names the real account's SID).
+#[cfg(windows)]
+fn windows_env(env: &Env, c: &mut Command) {
+    let name = env.dir.path().file_name().unwrap().to_string_lossy();
+    c.env("USERNAME", format!("test-{name}"));
+    // The home (control mode's browse root) and the per-user folders are the test's own.
+    c.env("USERPROFILE", env.dir.path().join("home"))
+        .env("APPDATA", env.dir.path().join("config"))
+        .env("LOCALAPPDATA", env.dir.path().join("local"));
+    for k in ["SYSTEMROOT", "WINDIR", "TEMP", "TMP", "COMSPEC", "PATHEXT"] {
+        if let Some(v) = std::env::var_os(k) {
+            c.env(k, v);
+        }
+    }
+}
+
+/// Starts the binary once with no pipes before any test does (Windows, run under Wine).
+///
+/// The first program that loads user32 makes Wine start its desktop process
+/// (`explorer.exe /desktop`), which inherits that program's standard handles and lives
+/// until the Wine session ends. Were that the daemon of a test, the test's stdout pipe would
+/// never reach end-of-file and `wait_with_output` would hang. Harmless on Windows itself.
+#[cfg(windows)]
+fn wine_desktop() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let _ = std::process::Command::new(env!("CARGO_BIN_EXE_autogpt-shim"))
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    });
+}
+
 /// A throw-away environment for one daemon.
 pub(crate) struct Env {
     pub(crate) dir: tempfile::TempDir,
@@ -110,12 +148,14 @@ impl Env {
     }
 
     pub(crate) async fn with_tokens(config: PeerConfig, tokens: bool) -> Env {
+        #[cfg(windows)]
+        wine_desktop();
         let dir = tempfile::tempdir().unwrap();
         let peer = Peer::start(config).await.unwrap();
-        for d in ["home", "state", "config", "creds", "root"] {
+        for d in ["home", "state", "config", "creds", "root", "local"] {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
-        let root = std::fs::canonicalize(dir.path().join("root")).unwrap();
+        let root = canonical(&dir.path().join("root"));
         let (template, audit_key_hex) = template(tokens);
         std::fs::copy(
             template.join(shim_auth::FILE_NAME),
@@ -174,6 +214,8 @@ impl Env {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        #[cfg(windows)]
+        windows_env(self, &mut c);
         c
     }
 
@@ -256,6 +298,19 @@ impl Env {
             report.violations
         );
     }
+}
+
+/// The canonical form of `p` as a user would write it: on Windows without the `\\?\`
+/// prefix that `canonicalize` adds to a drive path (the daemon reports roots that way).
+pub(crate) fn canonical(p: &Path) -> PathBuf {
+    let c = std::fs::canonicalize(p).unwrap();
+    #[cfg(windows)]
+    if let Some(rest) = c.to_str().and_then(|s| s.strip_prefix(r"\\?\"))
+        && rest.as_bytes().get(1) == Some(&b':')
+    {
+        return PathBuf::from(rest);
+    }
+    c
 }
 
 pub(crate) fn read_records(p: &Path) -> Vec<serde_json::Value> {
@@ -420,6 +475,17 @@ pub(crate) fn argv(args: &[&str]) -> Message {
         env: BTreeMap::new(),
         ..ExecuteCommand::default()
     })
+}
+
+/// `EXECUTE_COMMAND` of a program that sleeps about `secs` seconds: `sleep` on Unix; on
+/// Windows, which has no `sleep`, `ping -n <secs+1> 127.0.0.1` (one echo a second).
+pub(crate) fn sleep_command(secs: u32) -> Message {
+    if cfg!(windows) {
+        let n = (secs + 1).to_string();
+        argv(&["ping", "-n", &n, "127.0.0.1"])
+    } else {
+        argv(&["sleep", &secs.to_string()])
+    }
 }
 
 /// Sends a raw frame of type `ty` with `payload` (JSON text) under `id` and waits for the

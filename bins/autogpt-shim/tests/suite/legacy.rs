@@ -27,6 +27,7 @@ use crate::suite::harness::ops;
 use crate::suite::harness::pgrep;
 use crate::suite::harness::raw_request;
 use crate::suite::harness::read;
+use crate::suite::harness::sleep_command;
 use crate::suite::harness::start_marked_command;
 use crate::suite::harness::stat;
 use crate::suite::harness::wait_until;
@@ -378,7 +379,7 @@ async fn overload_with_max_concurrent_4_and_edge_status() {
     for _ in 0..4 {
         let conn = conn.clone();
         slow.push(tokio::spawn(async move {
-            conn.request(argv(&["sleep", "2"]), T).await.unwrap()
+            conn.request(sleep_command(2), T).await.unwrap()
         }));
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -528,7 +529,7 @@ async fn max_concurrent_1_refuses_a_second_request_immediately() {
     let _child = c.spawn().unwrap();
     let conn = std::sync::Arc::new(env.next().await);
     let c2 = conn.clone();
-    let slow = tokio::spawn(async move { c2.request(argv(&["sleep", "2"]), T).await.unwrap() });
+    let slow = tokio::spawn(async move { c2.request(sleep_command(2), T).await.unwrap() });
     tokio::time::sleep(Duration::from_millis(400)).await;
     let started = std::time::Instant::now();
     let r = conn.request(stat(env.root_str()), T).await.unwrap();
