@@ -205,46 +205,32 @@ fn run(cmd: Cmd) -> Result<()> {
             "cu" => cargo(&["run", "--release", "-p", "shim-cu", "--example", "bench_cu"]),
             // The isolated desktop: first screenshot of a session (needs Xvfb, openbox;
             // Xephyr too for its figure).
-            "desktop" => {
-                cargo(&["build", "--release", "-p", "autogpt-shim"])?;
-                let bin = std::env::var_os("CARGO_TARGET_DIR")
-                    .map_or_else(|| root.join("target"), PathBuf::from)
-                    .join("release")
-                    .join("autogpt-shim");
-                let bin = bin.to_str().context("non-UTF-8 target path")?.to_owned();
-                cargo(&[
-                    "run",
-                    "--release",
-                    "-p",
-                    "shim-daemon",
-                    "--example",
-                    "bench_desktop",
-                    "--",
-                    &bin,
-                ])
-            }
+            "desktop" => bench_with_release_daemon(&root, "bench_desktop"),
             // Serial through the daemon vs a pty directly; the local-model route per chunk.
-            "hw" => {
-                cargo(&["build", "--release", "-p", "autogpt-shim"])?;
-                let bin = std::env::var_os("CARGO_TARGET_DIR")
-                    .map_or_else(|| root.join("target"), PathBuf::from)
-                    .join("release")
-                    .join("autogpt-shim");
-                let bin = bin.to_str().context("non-UTF-8 target path")?.to_owned();
-                cargo(&[
-                    "run",
-                    "--release",
-                    "-p",
-                    "shim-daemon",
-                    "--example",
-                    "bench_hw",
-                    "--",
-                    &bin,
-                ])
-            }
+            "hw" => bench_with_release_daemon(&root, "bench_hw"),
             other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu, hw, desktop"),
         },
     }
+}
+
+/// Builds the release daemon and runs the shim-daemon example `example` against it.
+fn bench_with_release_daemon(root: &Path, example: &str) -> Result<()> {
+    cargo(&["build", "--release", "-p", "autogpt-shim"])?;
+    let bin = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), PathBuf::from)
+        .join("release")
+        .join("autogpt-shim");
+    let bin = bin.to_str().context("non-UTF-8 target path")?.to_owned();
+    cargo(&[
+        "run",
+        "--release",
+        "-p",
+        "shim-daemon",
+        "--example",
+        example,
+        "--",
+        &bin,
+    ])
 }
 
 /// `cargo xtask bench e2e`: the daemon as users run it, the release binary driven over

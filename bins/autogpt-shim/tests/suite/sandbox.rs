@@ -362,7 +362,8 @@ pub(crate) fn chown_all(dir: &Path, uid: u32) {
     assert!(st.success());
 }
 
-pub(crate) async fn start(env: &Env, extra: &[&str], uid: Option<u32>) -> Child {
+/// The legacy daemon with the shell enabled in the test's folder, plus `extra`, as `uid`.
+fn start_command(env: &Env, extra: &[&str], uid: Option<u32>) -> Command {
     let root = env.root_str().to_owned();
     let mut args = vec![
         "--allowed-root",
@@ -373,7 +374,11 @@ pub(crate) async fn start(env: &Env, extra: &[&str], uid: Option<u32>) -> Child 
         "--enable-shell",
     ];
     args.extend_from_slice(extra);
-    daemon_command(env, &args, uid).spawn().unwrap()
+    daemon_command(env, &args, uid)
+}
+
+pub(crate) async fn start(env: &Env, extra: &[&str], uid: Option<u32>) -> Child {
+    start_command(env, extra, uid).spawn().unwrap()
 }
 
 /// Runs `command` in the folder; (exit code, stdout, stderr).
@@ -558,21 +563,7 @@ fn private_parents(tmp: &Path) -> Vec<PathBuf> {
 
 /// Starts a confined daemon whose `TMPDIR` is `tmp`, and its data connection.
 async fn start_in_tmp(env: &Env, tmp: &Path) -> (Child, shim_platform_peer::Connection) {
-    let root = env.root_str().to_owned();
-    let mut cmd = daemon_command(
-        env,
-        &[
-            "--allowed-root",
-            root.as_str(),
-            "start",
-            "--session-id",
-            SID,
-            "--enable-shell",
-            "--shell-sandbox",
-            "workspace-write",
-        ],
-        None,
-    );
+    let mut cmd = start_command(env, &["--shell-sandbox", "workspace-write"], None);
     cmd.env("TMPDIR", tmp);
     let child = cmd.spawn().unwrap();
     (child, env.next().await)

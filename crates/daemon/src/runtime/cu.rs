@@ -196,6 +196,16 @@ impl std::fmt::Debug for CuSession {
     }
 }
 
+/// Puts computer use with `features` and the screen size `res` into `hello`.
+fn offer(hello: &mut Hello, features: &Features, res: Option<[i64; 2]>) {
+    let (fine, coarse) = features.to_wire();
+    hello.capabilities.push(Capability::ComputerUse);
+    hello.computer_use_features = fine;
+    hello.computer_use_features_coarse = coarse;
+    hello.screen_resolution =
+        res.and_then(|[w, h]| Some([u32::try_from(w).ok()?, u32::try_from(h).ok()?]));
+}
+
 /// Fills the computer-use fields of a HELLO (1.2, 2.2), re-probing the host, and resets
 /// what every HELLO resets (the window ids).
 pub(crate) async fn advertise(
@@ -205,12 +215,7 @@ pub(crate) async fn advertise(
 ) {
     session.state.on_hello();
     if let Some((features, res)) = machine.isolated_lists() {
-        let (fine, coarse) = features.to_wire();
-        hello.capabilities.push(Capability::ComputerUse);
-        hello.computer_use_features = fine;
-        hello.computer_use_features_coarse = coarse;
-        hello.screen_resolution =
-            res.and_then(|[w, h]| Some([u32::try_from(w).ok()?, u32::try_from(h).ok()?]));
+        offer(hello, &features, res);
         if let Ok(mut a) = session.advertised.lock() {
             *a = Some((Served::Isolated, features));
         }
@@ -228,12 +233,7 @@ pub(crate) async fn advertise(
         _ => None,
     };
     let advertised = found.map(|(engine, features, res)| {
-        let (fine, coarse) = features.to_wire();
-        hello.capabilities.push(Capability::ComputerUse);
-        hello.computer_use_features = fine;
-        hello.computer_use_features_coarse = coarse;
-        hello.screen_resolution =
-            res.and_then(|[w, h]| Some([u32::try_from(w).ok()?, u32::try_from(h).ok()?]));
+        offer(hello, &features, res);
         (Served::Engine(engine), features)
     });
     if let Ok(mut a) = session.advertised.lock() {
