@@ -35,9 +35,9 @@ pub enum CredentialError {
     /// `AUTOGPT_SHIM_CREDENTIAL_STORE` holds an unknown value.
     #[error("AUTOGPT_SHIM_CREDENTIAL_STORE must be auto, keychain or file, not {0:?}")]
     BadChoice(String),
-    /// The secret is longer than the OS store can hold (Windows Credential Manager: a
-    /// credential blob of at most 2560 bytes, and keyring stores text as UTF-16, so at most
-    /// 1280 UTF-16 code units). Nothing was written; the spec defines no chunking.
+    /// The secret is longer than the OS store can hold even split across its most parts
+    /// (Windows Credential Manager: 16 credential blobs of at most 2560 bytes each, text
+    /// stored as UTF-16). Nothing was written.
     #[error(
         "the OS credential store cannot hold {account:?}: it is {bytes} bytes as stored, \
          the limit is {limit}; hint: set AUTOGPT_SHIM_CREDENTIAL_STORE=file to keep the \
@@ -50,6 +50,18 @@ pub enum CredentialError {
         bytes: usize,
         /// The store's limit in the same unit.
         limit: usize,
+    },
+    /// A secret stored in parts cannot be put back together: a part is missing, the parts
+    /// come from different saves (an interrupted login), or the header is damaged.
+    #[error(
+        "the OS credential store holds a damaged {account:?}: {why}; hint: run \
+         `autogpt-shim auth` to log in again"
+    )]
+    Damaged {
+        /// The account.
+        account: String,
+        /// What is wrong.
+        why: &'static str,
     },
     /// The encrypted file cannot hold this account (legacy accounts live only in the OS store).
     #[error("the encrypted credential file has no place for account {0:?}")]

@@ -6,12 +6,16 @@
 //! (`<account>.<service>`): a credential is written with target name `<account>@<service>`
 //! and `UserName` = account, and a reader also accepts a credential whose target is exactly
 //! `<service>` with a matching `UserName` **[compat]** (what earlier releases wrote).
+//!
+//! A secret longer than one Credential Manager blob is split across several credentials
+//! (see `parts.rs`); a secret that fits is stored exactly as the spec says.
 
 use crate::Backend;
 use crate::CredentialError;
 use crate::CredentialStore;
 use crate::SERVICE;
 use crate::Secret;
+use crate::parts;
 
 /// The OS store.
 #[derive(Debug, Clone)]
@@ -26,6 +30,13 @@ impl Default for KeychainStore {
         }
     }
 }
+
+/// The most bytes one item holds as stored: a Credential Manager blob on Windows; the other
+/// stores have no limit a token could reach.
+const ITEM_LIMIT: Option<usize> = if cfg!(windows) { Some(2560) } else { None };
+
+/// The bytes a part of `units` UTF-16 code units takes (keyring writes UTF-16 on Windows).
+const BYTES_PER_UNIT: usize = 2;
 
 /// Maps a keyring error to ours without ever including bytes it may carry.
 fn unavailable(e: &keyring::Error) -> CredentialError {
@@ -97,7 +108,7 @@ impl KeychainStore {
 /// password in a Credential Manager blob), UTF-8 elsewhere.
 fn stored_len(secret: &str) -> usize {
     if cfg!(windows) {
-        secret.encode_utf16().count() * 2
+        parts::units(secret) * BYTES_PER_UNIT
     } else {
         secret.len()
     }
@@ -114,9 +125,6 @@ mod windows {
 
     use super::unavailable;
     use crate::CredentialError;
-
-    /// `CRED_MAX_CREDENTIAL_BLOB_SIZE`: 5 × 512 bytes.
-    pub(super) const MAX_BLOB_BYTES: usize = 2560;
 
     /// keyring's Windows store with `@` between account and service (its default is `.`).
     static STORE: LazyLock<Result<Arc<CredentialStore>, String>> = LazyLock::new(|| {
@@ -158,6 +166,86 @@ impl CredentialStore for KeychainStore {
     }
 
     fn get(&self, account: &str) -> Result<Option<Secret>, CredentialError> {
+        let Some(value) = self.get_item(account)? else {
+            return Ok(None);
+        };
+        match parts::Header::parse(value.expose()) {
+            None => Ok(Some(value)),
+            Some(Ok(header)) => self.join(account, &header).map(Some),
+            Some(Err(why)) => Err(damaged(account, why)),
+        }
+    }
+
+    fn set(&self, account: &str, secret: &Secret) -> Result<(), CredentialError> {
+        self.check_fits(account, secret)?;
+        let Some(limit) = ITEM_LIMIT else {
+            return self.write(account, secret.expose(), secret);
+        };
+        let pieces = parts::split(secret.expose(), limit / BYTES_PER_UNIT);
+        if pieces.len() <= 1 {
+            self.write(account, secret.expose(), secret)?;
+            return self.remove_parts(account, 1);
+        }
+        // The parts first, the header last: until the header is written a reader sees the
+        // previous value, and parts of two saves never pass the header's digest.
+        for (i, piece) in pieces.iter().enumerate() {
+            self.write(&parts::part_account(account, i + 1), piece, secret)?;
+        }
+        self.write(
+            account,
+            &parts::header(pieces.len(), secret.expose()),
+            secret,
+        )?;
+        self.remove_parts(account, pieces.len() + 1)
+    }
+
+    fn check_fits(&self, account: &str, secret: &Secret) -> Result<(), CredentialError> {
+        let Some(limit) = ITEM_LIMIT else {
+            return Ok(());
+        };
+        if parts::split(secret.expose(), limit / BYTES_PER_UNIT).len() > parts::MAX_PARTS {
+            return Err(CredentialError::TooLong {
+                account: account.to_owned(),
+                bytes: stored_len(secret.expose()),
+                limit: limit * parts::MAX_PARTS,
+            });
+        }
+        Ok(())
+    }
+
+    fn delete(&self, account: &str) -> Result<bool, CredentialError> {
+        let mut deleted = false;
+        let legacy = self.legacy_entry(account)?;
+        for entry in std::iter::once(self.entry(account)?).chain(legacy) {
+            deleted |= delete_entry(&entry)?;
+        }
+        if ITEM_LIMIT.is_some() {
+            self.remove_parts(account, 1)?;
+        }
+        Ok(deleted)
+    }
+}
+
+/// The error for a secret whose parts cannot be put back together.
+fn damaged(account: &str, why: &'static str) -> CredentialError {
+    CredentialError::Damaged {
+        account: account.to_owned(),
+        why,
+    }
+}
+
+/// Deletes one item: `false` when there was none.
+fn delete_entry(entry: &keyring_core::Entry) -> Result<bool, CredentialError> {
+    match entry.delete_credential() {
+        Ok(()) => Ok(true),
+        Err(keyring::Error::NoEntry) => Ok(false),
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
+impl KeychainStore {
+    /// The item stored under `account` as it is: the secret, or the header of its parts.
+    fn get_item(&self, account: &str) -> Result<Option<Secret>, CredentialError> {
         match self.entry(account)?.get_password() {
             Ok(v) => return Ok(Some(Secret::new(v))),
             Err(keyring::Error::NoEntry) => {}
@@ -173,12 +261,35 @@ impl CredentialStore for KeychainStore {
         }
     }
 
-    fn set(&self, account: &str, secret: &Secret) -> Result<(), CredentialError> {
-        self.check_fits(account, secret)?;
+    /// The secret `header` describes, read back from its parts and checked against it.
+    fn join(&self, account: &str, header: &parts::Header) -> Result<Secret, CredentialError> {
+        // Sized for the longest parts (3 UTF-8 bytes per UTF-16 unit at most) so that the
+        // buffer never moves and leaves no copy of a part behind.
+        let per_part = ITEM_LIMIT.map_or(0, |l| l / BYTES_PER_UNIT * 3);
+        let mut whole = zeroize::Zeroizing::new(String::with_capacity(per_part * header.parts));
+        for i in 1..=header.parts {
+            let part = match self.entry(&parts::part_account(account, i))?.get_password() {
+                Ok(p) => Secret::new(p),
+                Err(keyring::Error::NoEntry) => return Err(damaged(account, "a part is missing")),
+                Err(e) => return Err(unavailable(&e)),
+            };
+            whole.push_str(part.expose());
+        }
+        if !header.matches(&whole) {
+            return Err(damaged(
+                account,
+                "its parts do not match its header (an interrupted save)",
+            ));
+        }
+        Ok(Secret::new(std::mem::take(&mut *whole)))
+    }
+
+    /// Writes one item; `secret` is what the error reports the size of.
+    fn write(&self, account: &str, value: &str, secret: &Secret) -> Result<(), CredentialError> {
         self.entry(account)?
-            .set_password(secret.expose())
+            .set_password(value)
             .map_err(|e| match e {
-                // Should the check above ever disagree with the backend: still typed.
+                // Should the split ever disagree with the backend: still typed.
                 keyring::Error::TooLong(_, limit) => CredentialError::TooLong {
                     account: account.to_owned(),
                     bytes: stored_len(secret.expose()),
@@ -188,30 +299,13 @@ impl CredentialStore for KeychainStore {
             })
     }
 
-    #[cfg(windows)]
-    fn check_fits(&self, account: &str, secret: &Secret) -> Result<(), CredentialError> {
-        let bytes = stored_len(secret.expose());
-        if bytes > windows::MAX_BLOB_BYTES {
-            return Err(CredentialError::TooLong {
-                account: account.to_owned(),
-                bytes,
-                limit: windows::MAX_BLOB_BYTES,
-            });
+    /// Deletes the parts of `account` from part `from` on, whichever exist (an interrupted
+    /// save or delete can leave any of them).
+    fn remove_parts(&self, account: &str, from: usize) -> Result<(), CredentialError> {
+        for i in from..=parts::MAX_PARTS {
+            delete_entry(&self.entry(&parts::part_account(account, i))?)?;
         }
         Ok(())
-    }
-
-    fn delete(&self, account: &str) -> Result<bool, CredentialError> {
-        let mut deleted = false;
-        let legacy = self.legacy_entry(account)?;
-        for entry in std::iter::once(self.entry(account)?).chain(legacy) {
-            match entry.delete_credential() {
-                Ok(()) => deleted = true,
-                Err(keyring::Error::NoEntry) => {}
-                Err(e) => return Err(unavailable(&e)),
-            }
-        }
-        Ok(deleted)
     }
 }
 

@@ -81,6 +81,7 @@ mod file_store;
 mod keychain;
 mod memory;
 pub mod oauth;
+mod parts;
 mod secret;
 mod select;
 pub mod tokens;
