@@ -154,3 +154,50 @@ pub(crate) async fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
     }
     f()
 }
+
+/// What the sandbox tests attack: a root inside a temporary top directory, beside a home
+/// holding a fake SSH key and a directory outside the root.
+pub(crate) struct SandboxFixture {
+    _top: tempfile::TempDir,
+    pub(crate) root: Root,
+    pub(crate) home: PathBuf,
+    pub(crate) outside: PathBuf,
+}
+
+pub(crate) fn sandbox_fixture() -> SandboxFixture {
+    let top = tempfile::tempdir().unwrap();
+    let home = top.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "SECRET-KEY").unwrap();
+    let outside = top.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let root = Root {
+        dir: tempfile::tempdir_in(top.path()).unwrap(),
+    };
+    SandboxFixture {
+        _top: top,
+        root,
+        home,
+        outside,
+    }
+}
+
+/// An executor whose commands run under `mode` and `network` in the fixture's root and home.
+pub(crate) fn sandboxed(
+    f: &SandboxFixture,
+    mode: shim_exec::sandbox::SandboxMode,
+    network: shim_exec::sandbox::NetworkMode,
+    mech: shim_exec::sandbox::NetMechanism,
+) -> Executor {
+    let mut cfg = config();
+    cfg.sandbox = shim_exec::sandbox::SandboxPolicy {
+        mode,
+        network,
+        net_mechanism: mech,
+        folder: f.root.path().to_owned(),
+        home: Some(f.home.clone()),
+        writable: Vec::new(),
+        readable: Vec::new(),
+    };
+    executor_with(cfg)
+}

@@ -4,58 +4,11 @@
 
 #![cfg(target_os = "linux")]
 
-use std::path::PathBuf;
-
 use shim_exec::sandbox::NetMechanism;
 use shim_exec::sandbox::NetworkMode;
 use shim_exec::sandbox::SandboxMode;
-use shim_exec::sandbox::SandboxPolicy;
 
 use super::common::*;
-
-struct Fixture {
-    _top: tempfile::TempDir,
-    root: Root,
-    home: PathBuf,
-    outside: PathBuf,
-}
-
-fn fixture() -> Fixture {
-    let top = tempfile::tempdir().unwrap();
-    let home = top.path().join("home");
-    std::fs::create_dir_all(home.join(".ssh")).unwrap();
-    std::fs::write(home.join(".ssh/id_ed25519"), "SECRET-KEY").unwrap();
-    let outside = top.path().join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
-    let root = Root {
-        dir: tempfile::tempdir_in(top.path()).unwrap(),
-    };
-    Fixture {
-        _top: top,
-        root,
-        home,
-        outside,
-    }
-}
-
-fn exec_for(
-    f: &Fixture,
-    mode: SandboxMode,
-    network: NetworkMode,
-    mech: NetMechanism,
-) -> shim_exec::Executor {
-    let mut cfg = config();
-    cfg.sandbox = SandboxPolicy {
-        mode,
-        network,
-        net_mechanism: mech,
-        folder: f.root.path().to_owned(),
-        home: Some(f.home.clone()),
-        writable: Vec::new(),
-        readable: Vec::new(),
-    };
-    executor_with(cfg)
-}
 
 async fn sh_ok(exec: &shim_exec::Executor, root: &Root, cmd: &str) -> (i64, String, String) {
     let e = run(exec, root, sh(cmd)).await;
@@ -65,8 +18,8 @@ async fn sh_ok(exec: &shim_exec::Executor, root: &Root, cmd: &str) -> (i64, Stri
 
 #[tokio::test]
 async fn workspace_write_confines_writes_and_hides_the_home() {
-    let f = fixture();
-    let exec = exec_for(
+    let f = sandbox_fixture();
+    let exec = sandboxed(
         &f,
         SandboxMode::WorkspaceWrite,
         NetworkMode::Allow,
@@ -105,8 +58,8 @@ async fn workspace_write_confines_writes_and_hides_the_home() {
 
 #[tokio::test]
 async fn read_only_refuses_writes_in_the_folder() {
-    let f = fixture();
-    let exec = exec_for(
+    let f = sandbox_fixture();
+    let exec = sandboxed(
         &f,
         SandboxMode::ReadOnly,
         NetworkMode::Allow,
@@ -120,16 +73,16 @@ async fn read_only_refuses_writes_in_the_folder() {
 }
 
 async fn net_case(mech: NetMechanism) {
-    let f = fixture();
+    let f = sandbox_fixture();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let probe = format!(
         "python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', {port}), 2); print('CONNECTED')\""
     );
-    let open = exec_for(&f, SandboxMode::WorkspaceWrite, NetworkMode::Allow, mech);
+    let open = sandboxed(&f, SandboxMode::WorkspaceWrite, NetworkMode::Allow, mech);
     let (_, stdout, err) = sh_ok(&open, &f.root, &probe).await;
     assert!(stdout.contains("CONNECTED"), "allow: {err}");
-    let closed = exec_for(&f, SandboxMode::WorkspaceWrite, NetworkMode::Deny, mech);
+    let closed = sandboxed(&f, SandboxMode::WorkspaceWrite, NetworkMode::Deny, mech);
     let (code, stdout, _) = sh_ok(&closed, &f.root, &probe).await;
     assert_ne!(code, 0);
     assert!(!stdout.contains("CONNECTED"));

@@ -13,7 +13,6 @@
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
@@ -23,7 +22,6 @@ use shim_exec::TermSize;
 use shim_exec::sandbox::NetMechanism;
 use shim_exec::sandbox::NetworkMode;
 use shim_exec::sandbox::SandboxMode;
-use shim_exec::sandbox::SandboxPolicy;
 
 use super::common::*;
 
@@ -32,25 +30,22 @@ const ENTRY: &str = "SHIM_EXEC_PTY_ATTACK_ENTRY";
 /// The unprivileged user of the second run.
 const NOBODY: u32 = 65_534;
 
+/// The fixture of the sandbox tests and a TCP listener on loopback that counts connections.
 struct Fixture {
-    _top: tempfile::TempDir,
-    root: Root,
-    home: PathBuf,
-    outside: PathBuf,
+    base: SandboxFixture,
     tcp_port: u16,
     tcp_hits: Arc<AtomicUsize>,
 }
 
+impl std::ops::Deref for Fixture {
+    type Target = SandboxFixture;
+
+    fn deref(&self) -> &SandboxFixture {
+        &self.base
+    }
+}
+
 fn fixture() -> Fixture {
-    let top = tempfile::tempdir().unwrap();
-    let home = top.path().join("home");
-    std::fs::create_dir_all(home.join(".ssh")).unwrap();
-    std::fs::write(home.join(".ssh/id_ed25519"), "SECRET-KEY").unwrap();
-    let outside = top.path().join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
-    let root = Root {
-        dir: tempfile::tempdir_in(top.path()).unwrap(),
-    };
     let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
     let tcp_port = tcp.local_addr().unwrap().port();
     let tcp_hits = Arc::new(AtomicUsize::new(0));
@@ -62,32 +57,10 @@ fn fixture() -> Fixture {
         }
     });
     Fixture {
-        _top: top,
-        root,
-        home,
-        outside,
+        base: sandbox_fixture(),
         tcp_port,
         tcp_hits,
     }
-}
-
-fn executor_for(
-    f: &Fixture,
-    mode: SandboxMode,
-    network: NetworkMode,
-    mech: NetMechanism,
-) -> shim_exec::Executor {
-    let mut cfg = config();
-    cfg.sandbox = SandboxPolicy {
-        mode,
-        network,
-        net_mechanism: mech,
-        folder: f.root.path().to_owned(),
-        home: Some(f.home.clone()),
-        writable: Vec::new(),
-        readable: Vec::new(),
-    };
-    executor_with(cfg)
 }
 
 /// What one command on a PTY did.
@@ -140,8 +113,8 @@ async fn attacks() {
     }
     for mech in mechanisms {
         let f = fixture();
-        let on = executor_for(&f, SandboxMode::WorkspaceWrite, NetworkMode::Deny, mech);
-        let off = executor_for(&f, SandboxMode::Off, NetworkMode::Allow, mech);
+        let on = sandboxed(&f, SandboxMode::WorkspaceWrite, NetworkMode::Deny, mech);
+        let off = sandboxed(&f, SandboxMode::Off, NetworkMode::Allow, mech);
         let outside = f.outside.join("pty.txt");
         let write = format!("echo pwned > '{}'", outside.display());
         let key = f.home.join(".ssh/id_ed25519");
