@@ -23,32 +23,20 @@ mod bench_common;
 #[cfg(target_os = "linux")]
 mod bench {
     use std::io::BufRead;
-    use std::path::Path;
     use std::process::Stdio;
     use std::time::Duration;
     use std::time::Instant;
 
-    use shim_auth::EncryptedFileStore;
     use shim_auth::KdfParams;
-    use shim_auth::Secret;
     use shim_platform_peer::Peer;
     use shim_platform_peer::PeerConfig;
     use shim_protocol::Message;
 
     type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-    const PASSPHRASE: &str = "bench-desktop-passphrase";
-    const PLATFORM_URL: &str = "http://127.0.0.1:9";
     const SESSION: &str = "3b1d6f0e-bench-4e2e-9a11-000000000003";
     const T: Duration = Duration::from_secs(60);
     const TARGET: Duration = Duration::from_secs(2);
-
-    fn credentials(dir: &Path) -> Res<()> {
-        std::fs::create_dir_all(dir)?;
-        let store =
-            EncryptedFileStore::with_params(dir, Secret::new(PASSPHRASE), KdfParams::MIN_ACCEPTED)?;
-        crate::bench_common::seed_credentials(&store, PLATFORM_URL)
-    }
 
     /// A private Xvfb for the "user's desktop"; killed on drop.
     struct UserXvfb(std::process::Child, String);
@@ -90,7 +78,8 @@ mod bench {
     /// One fresh daemon: the first screenshot's round trip.
     async fn first_screenshot(bin: &str, user_display: Option<&str>) -> Res<Duration> {
         let dir = tempfile::tempdir()?;
-        credentials(&dir.path().join("creds"))?;
+        let creds = dir.path().join("creds");
+        crate::bench_common::seed_file(&creds, KdfParams::MIN_ACCEPTED)?;
         let root = dir.path().join("root");
         std::fs::create_dir_all(&root)?;
         let peer = Peer::start(PeerConfig::default()).await?;
@@ -104,24 +93,19 @@ mod bench {
             "--enable-computer-use",
             "--computer-use-display",
             "isolated",
-        ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir.path().join("home"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("XDG_RUNTIME_DIR", dir.path().join("run"))
-        .env("AUTOGPT_SHIM_PLATFORM_URL", PLATFORM_URL)
-        .env("AUTOGPT_SHIM_PLATFORM_WS_URL", peer.ws_base())
-        .env("AUTOGPT_SHIM_AUDIT_LOG_PATH", dir.path().join("audit.log"))
-        .env("AUTOGPT_SHIM_MACHINE_ID", "bench-machine-0003")
-        .env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
-        .env("AUTOGPT_SHIM_FALLBACK_DIR", dir.path().join("creds"))
-        .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", PASSPHRASE)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
+        ]);
+        crate::bench_common::daemon_env(
+            &mut cmd,
+            dir.path(),
+            &peer.ws_base(),
+            &dir.path().join("audit.log"),
+            "bench-machine-0003",
+        );
+        crate::bench_common::use_file(&mut cmd, &creds);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
         if let Some(d) = user_display {
             cmd.env("DISPLAY", d);
         }

@@ -46,9 +46,7 @@ use std::time::Instant;
 
 use futures_util::SinkExt;
 use futures_util::StreamExt;
-use shim_auth::EncryptedFileStore;
 use shim_auth::KdfParams;
-use shim_auth::Secret;
 use shim_platform_peer::Connection;
 use shim_platform_peer::Peer;
 use shim_platform_peer::PeerConfig;
@@ -64,8 +62,6 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-const PASSPHRASE: &str = "bench-e2e-passphrase";
-const PLATFORM_URL: &str = "http://127.0.0.1:9";
 const SESSION: &str = "3b1d6f0e-bench-4e2e-9a11-000000000001";
 const LOCAL_MAX_CONCURRENT: u32 = 4;
 const T: Duration = Duration::from_secs(30);
@@ -87,9 +83,7 @@ enum Store {
 
 /// An encrypted credential file in `dir` written with Argon2 `params`.
 fn file_store(dir: &Path, params: KdfParams) -> Res<Store> {
-    std::fs::create_dir_all(dir)?;
-    let store = EncryptedFileStore::with_params(dir, Secret::new(PASSPHRASE), params)?;
-    bench_common::seed_credentials(&store, PLATFORM_URL)?;
+    bench_common::seed_file(dir, params)?;
     Ok(Store::File(dir.to_owned()))
 }
 
@@ -99,7 +93,7 @@ fn keychain_store() -> Option<Store> {
     let bus = std::env::var_os("DBUS_SESSION_BUS_ADDRESS")?;
     let k = shim_auth::KeychainStore::new();
     k.probe().ok()?;
-    bench_common::seed_credentials(&k, PLATFORM_URL).ok()?;
+    bench_common::seed_credentials(&k).ok()?;
     Some(Store::Keychain(bus))
 }
 
@@ -135,18 +129,15 @@ impl Daemon<'_> {
                 "--enable-shell",
             ]);
         }
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.dir.join("home"))
-            .env("XDG_CONFIG_HOME", self.dir.join("config"))
-            .env("XDG_STATE_HOME", self.dir.join("state"))
-            .env("XDG_RUNTIME_DIR", self.dir.join("run"))
-            .env("AUTOGPT_SHIM_PLATFORM_URL", PLATFORM_URL)
-            .env("AUTOGPT_SHIM_PLATFORM_WS_URL", &self.ws_base)
-            .env("AUTOGPT_SHIM_AUDIT_LOG_PATH", &self.audit_log)
-            .env("AUTOGPT_SHIM_MACHINE_ID", "bench-machine-0001")
-            // The default 60 commands a minute would turn the command phase into refusals.
-            .env("AUTOGPT_SHIM_MAX_COMMANDS_PER_MINUTE", "1000000")
+        bench_common::daemon_env(
+            &mut cmd,
+            self.dir,
+            &self.ws_base,
+            &self.audit_log,
+            "bench-machine-0001",
+        );
+        // The default 60 commands a minute would turn the command phase into refusals.
+        cmd.env("AUTOGPT_SHIM_MAX_COMMANDS_PER_MINUTE", "1000000")
             .env(
                 "AUTOGPT_SHIM_MAX_CONCURRENT",
                 LOCAL_MAX_CONCURRENT.to_string(),
@@ -164,11 +155,7 @@ impl Daemon<'_> {
             .stderr(std::fs::File::create(self.dir.join("daemon.stderr"))?)
             .kill_on_drop(true);
         match store {
-            Store::File(creds) => {
-                cmd.env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
-                    .env("AUTOGPT_SHIM_FALLBACK_DIR", creds)
-                    .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", PASSPHRASE);
-            }
+            Store::File(creds) => bench_common::use_file(&mut cmd, creds),
             Store::Keychain(bus) => {
                 cmd.env("AUTOGPT_SHIM_CREDENTIAL_STORE", "keychain")
                     .env("DBUS_SESSION_BUS_ADDRESS", bus);

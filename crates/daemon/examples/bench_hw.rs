@@ -43,9 +43,7 @@ mod bench {
     use base64::Engine;
     use serialport::SerialPort;
     use serialport::TTYPort;
-    use shim_auth::EncryptedFileStore;
     use shim_auth::KdfParams;
-    use shim_auth::Secret;
     use shim_platform_peer::AckConfig;
     use shim_platform_peer::Connection;
     use shim_platform_peer::Peer;
@@ -68,8 +66,6 @@ mod bench {
 
     type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-    const PASSPHRASE: &str = "bench-hw-passphrase";
-    const PLATFORM_URL: &str = "http://127.0.0.1:9";
     const SESSION: &str = "3b1d6f0e-bench-4e2e-9a11-000000000002";
     const T: Duration = Duration::from_secs(60);
     const STEP: usize = 64 * 1024;
@@ -307,13 +303,6 @@ mod bench {
         })
     }
 
-    fn credentials(dir: &Path) -> Res<()> {
-        std::fs::create_dir_all(dir)?;
-        let store =
-            EncryptedFileStore::with_params(dir, Secret::new(PASSPHRASE), KdfParams::MIN_ACCEPTED)?;
-        crate::bench_common::seed_credentials(&store, PLATFORM_URL)
-    }
-
     fn verdict(ok: bool) -> &'static str {
         if ok { "PASS" } else { "FAIL" }
     }
@@ -326,7 +315,8 @@ mod bench {
         let total = env_num("BENCH_HW_SERIAL_MIB", 8) as usize * 1024 * 1024;
         let chunks = env_num("BENCH_HW_CHUNKS", 5000) as usize;
         let dir = tempfile::tempdir()?;
-        credentials(&dir.path().join("creds"))?;
+        let creds = dir.path().join("creds");
+        crate::bench_common::seed_file(&creds, KdfParams::MIN_ACCEPTED)?;
         let root = dir.path().join("root");
         std::fs::create_dir_all(&root)?;
         // BENCH_HW_AUDIT_DIR: where the audit log goes (every request is an fdatasync).
@@ -383,33 +373,29 @@ mod bench {
             "start",
             "--session-id",
             SESSION,
-        ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", dir.path().join("home"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("AUTOGPT_SHIM_PLATFORM_URL", PLATFORM_URL)
-        .env("AUTOGPT_SHIM_PLATFORM_WS_URL", peer.ws_base())
-        .env("AUTOGPT_SHIM_AUDIT_LOG_PATH", &audit_log)
-        .env("AUTOGPT_SHIM_MACHINE_ID", "bench-machine-0002")
-        .env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
-        .env("AUTOGPT_SHIM_FALLBACK_DIR", dir.path().join("creds"))
-        .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", PASSPHRASE)
-        .env("AUTOGPT_SHIM_ENABLE_HARDWARE", "true")
-        .env("AUTOGPT_SHIM_HARDWARE_PROTOCOL", "proposed")
-        .env(
-            "AUTOGPT_SHIM_HARDWARE_SERIAL_ALLOW",
-            format!("[\"{port}\"]"),
-        )
-        .env("AUTOGPT_SHIM_HARDWARE_SYSFS_ROOT", &sys)
-        .env("AUTOGPT_SHIM_HARDWARE_DEVFS_ROOT", &dev)
-        .env("AUTOGPT_SHIM_ENABLE_LOCAL_LLM", "true")
-        .env("AUTOGPT_SHIM_OLLAMA_URL", ollama.url())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
+        ]);
+        crate::bench_common::daemon_env(
+            &mut cmd,
+            dir.path(),
+            &peer.ws_base(),
+            &audit_log,
+            "bench-machine-0002",
+        );
+        crate::bench_common::use_file(&mut cmd, &creds);
+        cmd.env("AUTOGPT_SHIM_ENABLE_HARDWARE", "true")
+            .env("AUTOGPT_SHIM_HARDWARE_PROTOCOL", "proposed")
+            .env(
+                "AUTOGPT_SHIM_HARDWARE_SERIAL_ALLOW",
+                format!("[\"{port}\"]"),
+            )
+            .env("AUTOGPT_SHIM_HARDWARE_SYSFS_ROOT", &sys)
+            .env("AUTOGPT_SHIM_HARDWARE_DEVFS_ROOT", &dev)
+            .env("AUTOGPT_SHIM_ENABLE_LOCAL_LLM", "true")
+            .env("AUTOGPT_SHIM_OLLAMA_URL", ollama.url())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
         let mut child = cmd.spawn()?;
         let conn = peer
             .next_connection(T)
