@@ -23,7 +23,8 @@
 //! * the floors, measured in the same run: a bare tokio-tungstenite echo round trip of a
 //!   `FILE_STAT`-sized text frame over loopback (TCP_NODELAY on both ends), and append +
 //!   `fdatasync` of a 300-byte line in the audit log's directory (AUDIT_AUTH_CLI.md 1.11
-//!   step 4 puts one before every audited response);
+//!   step 4 puts one before every audited response), and spawning `true` from a tokio
+//!   runtime with its output piped, as the executor does (the floor of `EXECUTE_COMMAND`);
 //! * `EXECUTE_COMMAND true` again on daemons with the shell sandbox `off` and with
 //!   `workspace-write` + `deny` (issue 14).
 //!
@@ -209,6 +210,32 @@ async fn exec_true(conn: &Connection, iters: u64) -> Res<Duration> {
             .await?
             .0,
     )
+}
+
+/// p50 of spawning `true` straight from a tokio runtime with its output piped and read to
+/// the end, as the executor does, without the daemon: the floor of `EXECUTE_COMMAND true`.
+async fn spawn_floor(iters: u64) -> Res<Duration> {
+    use tokio::io::AsyncReadExt;
+    let n = usize::try_from((iters / 4).max(4))?;
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = Instant::now();
+        let mut child = tokio::process::Command::new("true")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        if let Some(mut o) = child.stdout.take() {
+            o.read_to_end(&mut out).await?;
+        }
+        if let Some(mut e) = child.stderr.take() {
+            e.read_to_end(&mut err).await?;
+        }
+        child.wait().await?;
+        samples.push(started.elapsed());
+    }
+    Ok(percentiles(&mut samples).0)
 }
 
 /// Flushes every file system's dirty data (sync(2)), so a probe pays for itself only.
@@ -612,6 +639,7 @@ async fn start_chats(
 struct Run {
     echo: Duration,
     fsync: Duration,
+    spawn: Duration,
     ping: Duration,
     stat: Duration,
     read: Duration,
@@ -708,6 +736,7 @@ async fn one_run(
         &stat(&format!("{root}/4k.txt")),
     )?;
     run.echo = echo_floor(iters, frame).await?.0;
+    run.spawn = spawn_floor(iters).await?;
 
     // The command path per shell sandbox (issue 14: confined within 0.5 ms of `off`).
     for (env, out) in [
@@ -825,6 +854,10 @@ async fn main() -> Res<()> {
     println!("  floors measured in the same runs");
     println!("    echo round trip (tungstenite)      {:>10}", us(echo));
     println!("    append + fdatasync (1.11)          {:>10}", us(fsync));
+    println!(
+        "    spawn `true`, pipes read (tokio)   {:>10}",
+        us(m(|r| r.spawn))
+    );
     println!(
         "    PING (no jail, no audit)           {:>10}",
         us(m(|r| r.ping))
