@@ -257,6 +257,12 @@ fn make_shared_ns() -> io::Result<SharedNs> {
 }
 
 impl Confinement {
+    /// Whether the child joins the shared user and network namespaces (network `deny` by
+    /// namespace), which a process sharing the daemon's memory cannot do.
+    pub(crate) fn joins_namespaces(&self) -> bool {
+        self.namespaces.is_some()
+    }
+
     /// Builds the confinement of `policy` for one command: creates the private temporary
     /// directory (removed when this value is dropped) and every kernel object. Fails if a
     /// requested mechanism is missing; never degrades silently.
@@ -569,8 +575,9 @@ pub(crate) fn install(cmd: &mut std::process::Command, c: Arc<Confinement>) {
     }
 }
 
-/// In the child: applies every prepared part (see the module documentation).
-fn apply(c: &Confinement) -> io::Result<()> {
+/// In the child: applies every prepared part (see the module documentation). Also called
+/// by the vfork path (`vfork.rs`) for confinements that do not join namespaces.
+pub(crate) fn apply(c: &Confinement) -> io::Result<()> {
     if let Some(ns) = c.namespaces {
         // SAFETY: setns on descriptors owned by a static; the caller is a single-threaded
         // forked child.

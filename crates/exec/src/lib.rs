@@ -123,6 +123,8 @@ pub mod shell;
 pub mod spec;
 #[cfg(unix)]
 mod supervise;
+#[cfg(target_os = "linux")]
+mod vfork;
 
 pub use audit::AuditEvent;
 pub use audit::AuditResult;

@@ -101,8 +101,11 @@ pub struct TermSize {
 pub type ExitCode = i64;
 
 enum ExitSource {
-    /// The command is our direct child (pipe and PTY paths alike).
+    /// The command is our direct child, started by std (the fork path, PTYs).
     Child(tokio::process::Child),
+    /// The command is our direct child, started by `vfork.rs`.
+    #[cfg(target_os = "linux")]
+    Pidfd(crate::vfork::PidfdWaiter),
 }
 
 fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
@@ -119,6 +122,8 @@ impl ExitSource {
     async fn wait(&mut self) -> ExitCode {
         match self {
             ExitSource::Child(c) => c.wait().await.map_or(-1, exit_code_of),
+            #[cfg(target_os = "linux")]
+            ExitSource::Pidfd(w) => w.wait().await.map_or(-1, exit_code_of),
         }
     }
 }
@@ -387,6 +392,10 @@ pub(crate) fn spawn_pipe_confined(
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
 
+    #[cfg(target_os = "linux")]
+    if crate::vfork::usable(confine.as_deref()) {
+        return spawn_pipe_vfork(&spec, stdin, confine.as_deref());
+    }
     let mut cmd = std::process::Command::new(&spec.program);
     if let Some((first, rest)) = spec.argv.split_first() {
         cmd.arg0(first).args(rest);
@@ -412,13 +421,75 @@ pub(crate) fn spawn_pipe_confined(
         supervise::signal_group(pid, Signal::KILL);
         return Err(e);
     }
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    Ok(pipe_handle(
+        pid,
+        stdin,
+        stdout,
+        stderr,
+        ExitSource::Child(child),
+    ))
+}
+
+/// [`spawn_pipe_confined`] without `fork` (see `vfork.rs`).
+#[cfg(target_os = "linux")]
+fn spawn_pipe_vfork(
+    spec: &SpawnSpec,
+    stdin: bool,
+    confine: Option<&crate::confine::Confinement>,
+) -> Result<ProcessHandle, ExecError> {
+    let s = crate::vfork::spawn(spec, stdin, confine).map_err(ExecError::Spawn)?;
+    let pid = s.pid;
+    let waiter = crate::vfork::PidfdWaiter::new(pid, s.pidfd);
+    let streams = (|| -> std::io::Result<_> {
+        let input = s
+            .stdin
+            .map(|fd| tokio::process::ChildStdin::from_std(std::process::ChildStdin::from(fd)))
+            .transpose()?;
+        let out = tokio::process::ChildStdout::from_std(std::process::ChildStdout::from(s.stdout))?;
+        let err = tokio::process::ChildStderr::from_std(std::process::ChildStderr::from(s.stderr))?;
+        Ok((input, out, err))
+    })();
+    let (waiter, (input, out, err)) = match (waiter, streams) {
+        (Ok(w), Ok(st)) => (w, st),
+        (w, st) => {
+            // Fail closed: a command we cannot watch does not run (the waiter, if made,
+            // reaps it when dropped).
+            supervise::signal_group(pid, Signal::KILL);
+            drop(w);
+            let e = st.err().unwrap_or_else(|| std::io::Error::other("pidfd"));
+            return Err(ExecError::Spawn(e));
+        }
+    };
+    if let Err(e) = register_group(pid) {
+        // Fail closed: a command that would not die with the daemon does not run.
+        supervise::signal_group(pid, Signal::KILL);
+        return Err(e);
+    }
+    Ok(pipe_handle(
+        pid,
+        input,
+        Some(out),
+        Some(err),
+        ExitSource::Pidfd(waiter),
+    ))
+}
+
+/// The handle of a pipe command: output read in arrival order, input through a task.
+fn pipe_handle(
+    pid: i32,
+    stdin: Option<tokio::process::ChildStdin>,
+    out: Option<tokio::process::ChildStdout>,
+    err: Option<tokio::process::ChildStderr>,
+    exit: ExitSource,
+) -> ProcessHandle {
     let output = OutputSource::Pipes {
-        out: child.stdout.take(),
-        err: child.stderr.take(),
+        out,
+        err,
         out_buf: vec![0u8; CHUNK].into_boxed_slice(),
         err_buf: vec![0u8; CHUNK].into_boxed_slice(),
     };
-    let input = child.stdin.take().map(|mut w| {
+    let input = stdin.map(|mut w| {
         let (itx, mut irx) = mpsc::channel::<Vec<u8>>(16);
         tokio::spawn(async move {
             while let Some(data) = irx.recv().await {
@@ -429,18 +500,18 @@ pub(crate) fn spawn_pipe_confined(
         });
         itx
     });
-    Ok(ProcessHandle {
+    ProcessHandle {
         pid,
         input,
         output,
         exit: ExitWaiter {
             pid,
-            source: Some(ExitSource::Child(child)),
+            source: Some(exit),
             code: None,
         },
         master: None,
         held: None,
-    })
+    }
 }
 
 fn pty_size(size: TermSize) -> portable_pty::PtySize {
