@@ -257,12 +257,6 @@ fn make_shared_ns() -> io::Result<SharedNs> {
 }
 
 impl Confinement {
-    /// Whether the child joins the shared user and network namespaces (network `deny` by
-    /// namespace), which a process sharing the daemon's memory cannot do.
-    pub(crate) fn joins_namespaces(&self) -> bool {
-        self.namespaces.is_some()
-    }
-
     /// Builds the confinement of `policy` for one command: creates the private temporary
     /// directory (removed when this value is dropped) and every kernel object. Fails if a
     /// requested mechanism is missing; never degrades silently.
@@ -579,8 +573,8 @@ pub(crate) fn install(cmd: &mut std::process::Command, c: Arc<Confinement>) {
 /// by the vfork path (`vfork.rs`) for confinements that do not join namespaces.
 pub(crate) fn apply(c: &Confinement) -> io::Result<()> {
     if let Some(ns) = c.namespaces {
-        // SAFETY: setns on descriptors owned by a static; the caller is a single-threaded
-        // forked child.
+        // SAFETY: setns on descriptors owned by a static; the caller is a forked child, or a
+        // vfork child (vfork.rs) with its own thread group and file-system information.
         unsafe {
             if libc::setns(ns.user.as_raw_fd(), libc::CLONE_NEWUSER) != 0
                 || libc::setns(ns.net.as_raw_fd(), libc::CLONE_NEWNET) != 0

@@ -393,7 +393,7 @@ pub(crate) fn spawn_pipe_confined(
     use std::process::Stdio;
 
     #[cfg(target_os = "linux")]
-    if crate::vfork::usable(confine.as_deref()) {
+    if crate::vfork::usable() {
         return spawn_pipe_vfork(&spec, stdin, confine.as_deref());
     }
     let mut cmd = std::process::Command::new(&spec.program);

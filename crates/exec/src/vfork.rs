@@ -17,9 +17,10 @@
 //! so that no handler of the daemon ever runs on the child's stack.
 //!
 //! The child is waited for through a pidfd (tokio cannot adopt a process it did not
-//! start). [`usable`] says whether this path applies: pidfds exist (Linux 5.3), and the
-//! sandbox does not need to join namespaces (`setns` into a user namespace refuses a
-//! process that shares its memory); otherwise the fork path runs, unchanged.
+//! start); where the kernel has none ([`usable`]), the fork path runs, unchanged. Joining
+//! the shared user and network namespaces of `deny` works here too: `setns` into a user
+//! namespace refuses only a task that shares its thread group or its file-system
+//! information, and the child shares neither (no `CLONE_THREAD`, no `CLONE_FS`).
 
 // The clone(2) call and the child's system calls are OS APIs; each block says why it is sound.
 #![allow(unsafe_code)]
@@ -43,17 +44,16 @@ use crate::process::SpawnSpec;
 /// hundred bytes of frames); the pages are touched only as far as it goes.
 const STACK: usize = 64 * 1024;
 
-/// Whether commands can be started here without `fork`.
-pub(crate) fn usable(confine: Option<&Confinement>) -> bool {
+/// Whether commands can be started here without `fork`: pidfds exist (Linux 5.3).
+pub(crate) fn usable() -> bool {
     static PIDFD: OnceLock<bool> = OnceLock::new();
-    let pidfd = *PIDFD.get_or_init(|| {
+    *PIDFD.get_or_init(|| {
         rustix::process::pidfd_open(
             rustix::process::getpid(),
             rustix::process::PidfdFlags::empty(),
         )
         .is_ok()
-    });
-    pidfd && !confine.is_some_and(Confinement::joins_namespaces)
+    })
 }
 
 /// A started command: its pid (also its process group and session), the parent's ends of

@@ -45,7 +45,7 @@ fn status_field<'a>(status: &'a str, field: &str) -> &'a str {
 
 #[tokio::test]
 async fn a_command_started_without_fork_has_the_set_up_of_the_fork_path() {
-    assert!(usable(None), "pidfds are missing on this kernel");
+    assert!(usable(), "pidfds are missing on this kernel");
     let dir = tempfile::tempdir().unwrap();
     let script =
         "pwd; echo \"$MARK\"; cat /proc/$$/stat; cat /proc/$$/status; echo err >&2; exit 3";
