@@ -1,7 +1,8 @@
 //! The macOS and Windows backends built on portable crates: xcap (displays, capture,
 //! windows), rdev (input), copypasta (clipboard). What these crates cannot do is refused
-//! with a typed error, never pretended: the pointer position, characters outside the
-//! layout, window focus, concealment markers and change counters (see the README).
+//! with a typed error, never pretended: the pointer position on macOS, characters outside
+//! the layout, window focus, concealment markers and change counters (see the README). On
+//! Windows the pointer position comes from GetCursorPos.
 
 use std::sync::Arc;
 
@@ -124,11 +125,33 @@ impl Displays for Portable {
     }
 
     fn cursor(&self) -> CuResult<[i64; 2]> {
-        Err(CuError::unsupported(
-            "cursor.position",
-            "the pointer position is not available in this build on this OS",
-        ))
+        cursor_position()
     }
+}
+
+/// The pointer position in virtual-screen pixels (GetCursorPos).
+#[cfg(target_os = "windows")]
+#[allow(unsafe_code)]
+fn cursor_position() -> CuResult<[i64; 2]> {
+    let mut p = windows_sys::Win32::Foundation::POINT { x: 0, y: 0 };
+    // SAFETY: `p` is a valid, writable POINT for the call to fill.
+    let ok = unsafe { windows_sys::Win32::UI::WindowsAndMessaging::GetCursorPos(&mut p) };
+    if ok == 0 {
+        return Err(CuError::internal(format!(
+            "GetCursorPos failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok([i64::from(p.x), i64::from(p.y)])
+}
+
+/// macOS: neither xcap nor rdev reads the pointer position.
+#[cfg(not(target_os = "windows"))]
+fn cursor_position() -> CuResult<[i64; 2]> {
+    Err(CuError::unsupported(
+        "cursor.position",
+        "the pointer position is not available in this build on this OS",
+    ))
 }
 
 impl Capture for Portable {
