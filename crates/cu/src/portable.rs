@@ -155,7 +155,7 @@ fn cursor_position() -> CuResult<[i64; 2]> {
 }
 
 impl Capture for Portable {
-    fn capture(&self, rect: [i64; 4], _cursor: bool) -> CuResult<Image> {
+    fn capture(&self, rect: [i64; 4], cursor: bool) -> CuResult<Image> {
         let [x1, y1, x2, y2] = rect;
         let m = xcap::Monitor::from_point(
             i32::try_from(x1).unwrap_or(0),
@@ -169,7 +169,13 @@ impl Capture for Portable {
         let img = m
             .capture_region(c(x1 - ox)?, c(y1 - oy)?, c(x2 - x1)?, c(y2 - y1)?)
             .map_err(|e| cap_err(self.kind, e))?;
-        Ok(rgba_to_image(img.width(), img.height(), img.as_raw()))
+        let mut image = rgba_to_image(img.width(), img.height(), img.as_raw());
+        // 3.x step 6: the pointer as a small black arrow where the OS can say where it is
+        // (Windows); on macOS the position is not available in this build.
+        if cursor && let Ok([cx, cy]) = cursor_position() {
+            stamp_arrow(&mut image, [cx - x1, cy - y1]);
+        }
+        Ok(image)
     }
 
     fn capture_window(&self, handle: u64) -> CuResult<(Image, [i64; 2])> {
@@ -188,6 +194,23 @@ impl Capture for Portable {
             rgba_to_image(img.width(), img.height(), img.as_raw()),
             origin,
         ))
+    }
+}
+
+/// Paints a black arrow (a 12-pixel right triangle, tip at `tip`, in image pixels) into
+/// `img`; the parts outside the image are dropped.
+fn stamp_arrow(img: &mut Image, tip: [i64; 2]) {
+    let (w, h) = (i64::from(img.width), i64::from(img.height));
+    for r in 0..12 {
+        for c in 0..=(r * 7 / 11) {
+            let (x, y) = (tip[0] + c, tip[1] + r);
+            if (0..w).contains(&x) && (0..h).contains(&y) {
+                let i = ((y * w + x) * 3) as usize;
+                if let Some(px) = img.rgb.get_mut(i..i + 3) {
+                    px.fill(0);
+                }
+            }
+        }
     }
 }
 
