@@ -325,6 +325,7 @@ fn counts(output: &str) -> (u64, Vec<String>) {
 }
 
 /// The size of the X screen Wine draws on in `wine-test`.
+#[cfg(target_os = "linux")]
 const DISPLAY_SIZE: [u32; 2] = [1024, 768];
 
 /// One Xvfb for the whole Wine run (the tests' own fixture, `shim_cu::testing::Xvfb`):
@@ -362,6 +363,12 @@ impl WineDisplay {
         }
         #[cfg(not(target_os = "linux"))]
         Ok(WineDisplay {})
+    }
+
+    /// Stops the X server (after the Wine processes that used it).
+    fn stop(self) {
+        #[cfg(target_os = "linux")]
+        drop(self.xvfb);
     }
 
     /// `DISPLAY` and `SHIM_WINE_DISPLAY_SIZE` (`WxH`) for a command that runs Wine.
@@ -458,7 +465,7 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
     k.arg("-k");
     wine.env(&mut k);
     let _ = k.status();
-    drop(display);
+    display.stop();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
