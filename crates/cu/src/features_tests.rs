@@ -106,3 +106,15 @@ fn macos_and_windows_lists_follow_the_table_in_its_order() {
         );
     }
 }
+
+#[test]
+fn doctor_lists_what_each_backend_cannot_do() {
+    // X11 does everything it advertises; Windows reads the pointer (GetCursorPos), macOS
+    // cannot in this build.
+    assert!(not_available(HostKind::X11).is_empty());
+    assert!(!not_available(HostKind::Windows).contains(&"pointer position"));
+    assert!(not_available(HostKind::MacOs).contains(&"pointer position"));
+    for kind in [HostKind::Windows, HostKind::MacOs] {
+        assert!(not_available(kind).contains(&"window focus"), "{kind:?}");
+    }
+}

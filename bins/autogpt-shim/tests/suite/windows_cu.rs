@@ -573,3 +573,29 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
     assert_eq!(typed["details"]["text_length"], 9);
     assert_eq!(typed["result"]["ok"], true);
 }
+
+#[tokio::test]
+async fn doctor_names_the_display_and_what_computer_use_cannot_do_on_windows() {
+    let Some([w, h]) = display_size() else {
+        eprintln!(
+            "SKIP suite::windows_cu::doctor_names_the_display_and_what_computer_use_cannot_do_on_windows: needs Wine with an X display (cargo xtask wine-test sets DISPLAY and SHIM_WINE_DISPLAY_SIZE)"
+        );
+        return;
+    };
+    let env = Env::new(PeerConfig::default()).await;
+    let r = crate::suite::doctor::doctor(
+        &env,
+        &["--session-id", SID],
+        &[("AUTOGPT_SHIM_ENABLE_COMPUTER_USE", "true")],
+    )
+    .await;
+    let shown = format!("1 display(s): {w}x{h}");
+    assert_eq!(r.get("display"), ("OK", shown.as_str()));
+    assert_eq!(
+        r.get("cu_unavailable"),
+        (
+            "INFO",
+            "not available on this OS in this build: window focus; typing outside the US keyboard layout (paste instead); clipboard concealment markers and change counter"
+        )
+    );
+}
