@@ -108,7 +108,6 @@ pub fn not_available(kind: HostKind) -> &'static [&'static str] {
         HostKind::X11 => &[],
         HostKind::Windows => &[
             "window focus",
-            "typing outside the US keyboard layout (paste instead)",
             "clipboard concealment markers and change counter",
         ],
         HostKind::MacOs => &[

@@ -114,6 +114,10 @@ fn doctor_lists_what_each_backend_cannot_do() {
     assert!(not_available(HostKind::X11).is_empty());
     assert!(!not_available(HostKind::Windows).contains(&"pointer position"));
     assert!(not_available(HostKind::MacOs).contains(&"pointer position"));
+    // Windows types any character as Unicode key events; macOS only the US layout.
+    let typing = "typing outside the US keyboard layout (paste instead)";
+    assert!(!not_available(HostKind::Windows).contains(&typing));
+    assert!(not_available(HostKind::MacOs).contains(&typing));
     for kind in [HostKind::Windows, HostKind::MacOs] {
         assert!(not_available(kind).contains(&"window focus"), "{kind:?}");
     }

@@ -1,8 +1,9 @@
 //! The macOS and Windows backends built on portable crates: xcap (displays, capture,
 //! windows), rdev (input), copypasta (clipboard). What these crates cannot do is refused
-//! with a typed error, never pretended: the pointer position on macOS, characters outside
-//! the layout, window focus, concealment markers and change counters (see the README). On
-//! Windows the pointer position comes from GetCursorPos.
+//! with a typed error, never pretended: on macOS the pointer position and characters
+//! outside the US layout; window focus, concealment markers and change counters (see the
+//! README). On Windows the pointer position comes from GetCursorPos and other characters
+//! are typed as Unicode key events.
 
 use std::sync::Arc;
 
@@ -377,6 +378,53 @@ fn char_key(c: char) -> Option<(rdev::Key, bool)> {
     })
 }
 
+/// Windows: a character outside the US layout as Unicode key events (KEYEVENTF_UNICODE,
+/// one down/up pair per UTF-16 unit, so surrogate pairs too), COMPUTER_USE_HW.md 4.2.2.
+#[cfg(target_os = "windows")]
+#[allow(unsafe_code)]
+fn type_unicode(c: char) -> CuResult<()> {
+    use windows_sys::Win32::UI::Input::KeyboardAndMouse as kbd;
+    let mut buf = [0u16; 2];
+    let mut inputs = Vec::with_capacity(4);
+    for unit in c.encode_utf16(&mut buf).iter() {
+        for flags in [
+            kbd::KEYEVENTF_UNICODE,
+            kbd::KEYEVENTF_UNICODE | kbd::KEYEVENTF_KEYUP,
+        ] {
+            inputs.push(kbd::INPUT {
+                r#type: kbd::INPUT_KEYBOARD,
+                Anonymous: kbd::INPUT_0 {
+                    ki: kbd::KEYBDINPUT {
+                        wVk: 0,
+                        wScan: *unit,
+                        dwFlags: flags,
+                        time: 0,
+                        dwExtraInfo: 0,
+                    },
+                },
+            });
+        }
+    }
+    let size = i32::try_from(std::mem::size_of::<kbd::INPUT>())
+        .map_err(|_| CuError::internal("INPUT size"))?;
+    // SAFETY: `inputs` holds `inputs.len()` (at most 4) initialised keyboard INPUTs, and
+    // `size` is the size of one; SendInput only reads them.
+    let sent = unsafe { kbd::SendInput(inputs.len() as u32, inputs.as_ptr(), size) };
+    if sent as usize != inputs.len() {
+        return Err(CuError::internal("the OS refused the input event"));
+    }
+    Ok(())
+}
+
+/// macOS: only the US layout in this build.
+#[cfg(not(target_os = "windows"))]
+fn type_unicode(_c: char) -> CuResult<()> {
+    Err(CuError::unsupported(
+        "type",
+        "characters outside the US layout cannot be typed on this OS in this build; use paste",
+    ))
+}
+
 impl Input for Portable {
     fn move_to(&self, p: [i64; 2]) -> CuResult<()> {
         sim(&rdev::EventType::MouseMove {
@@ -417,12 +465,9 @@ impl Input for Portable {
     }
 
     fn type_char(&self, c: char) -> CuResult<()> {
-        let (key, shift) = char_key(c).ok_or_else(|| {
-            CuError::unsupported(
-                "type",
-                "characters outside the US layout cannot be typed on this OS in this build; use paste",
-            )
-        })?;
+        let Some((key, shift)) = char_key(c) else {
+            return type_unicode(c);
+        };
         if shift {
             sim(&rdev::EventType::KeyPress(rdev::Key::ShiftLeft))?;
         }

@@ -37,7 +37,13 @@ const PROBE: [i32; 4] = [100, 100, 300, 250];
 #[derive(Default)]
 struct Seen {
     mouse: Vec<(&'static str, i32, i32)>,
-    typed: String,
+    /// UTF-16 units of WM_CHAR (a character outside the BMP comes as two).
+    typed: Vec<u16>,
+}
+
+/// The text the probe has received so far.
+fn typed() -> String {
+    String::from_utf16_lossy(&seen().lock().unwrap().typed)
 }
 
 /// The probe's mouse messages so far.
@@ -81,9 +87,7 @@ unsafe extern "system" fn probe_proc(
     }
     match msg {
         wm::WM_CHAR => {
-            if let Some(c) = char::from_u32(wparam as u32) {
-                seen().lock().unwrap().typed.push(c);
-            }
+            seen().lock().unwrap().typed.push(wparam as u16);
             0
         }
         // SAFETY: the arguments are the ones Windows passed to this window procedure.
@@ -343,7 +347,7 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
         .await;
     assert_eq!(r["type"], "ACK", "{r}");
     wait_until("the probe window received the typed text", || {
-        seen().lock().unwrap().typed == "Typed 42!"
+        typed() == "Typed 42!"
     })
     .await;
 
@@ -362,7 +366,7 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
         .await;
     assert_eq!(r["type"], "ACK", "{r}");
     wait_until("the probe window received Enter", || {
-        seen().lock().unwrap().typed == "Typed 42!\r"
+        typed() == "Typed 42!\r"
     })
     .await;
 
@@ -439,15 +443,20 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
     .await;
     // Ctrl+A is the character 0x01.
     wait_until("the probe window received ctrl+a", || {
-        seen().lock().unwrap().typed == "Typed 42!\r\u{1}"
+        typed() == "Typed 42!\r\u{1}"
     })
     .await;
 
-    // Not this backend (on Windows as under Wine): characters outside the US layout.
+    // Characters outside the US layout, and outside the BMP (a surrogate pair), as Unicode
+    // key events.
     let r = wire
-        .ask("INPUT_ACTION", json!({"action": "type", "text": "é"}))
+        .ask("INPUT_ACTION", json!({"action": "type", "text": "é漢😀"}))
         .await;
-    assert_eq!(payload(&r)["code"], "FEATURE_NOT_SUPPORTED", "{r}");
+    assert_eq!(r["type"], "ACK", "{r}");
+    wait_until("the probe window received the Unicode text", || {
+        typed() == "Typed 42!\r\u{1}é漢😀"
+    })
+    .await;
 
     // JPEG, a region (all inside the red probe), and the pointer drawn in.
     let r = wire
@@ -595,7 +604,7 @@ async fn doctor_names_the_display_and_what_computer_use_cannot_do_on_windows() {
         r.get("cu_unavailable"),
         (
             "INFO",
-            "not available on this OS in this build: window focus; typing outside the US keyboard layout (paste instead); clipboard concealment markers and change counter"
+            "not available on this OS in this build: window focus; clipboard concealment markers and change counter"
         )
     );
 }
