@@ -106,10 +106,7 @@ impl Features {
 pub fn not_available(kind: HostKind) -> &'static [&'static str] {
     match kind {
         HostKind::X11 => &[],
-        HostKind::Windows => &[
-            "window focus",
-            "clipboard concealment markers and change counter",
-        ],
+        HostKind::Windows => &["clipboard concealment markers and change counter"],
         HostKind::MacOs => &[
             "pointer position",
             "window focus",

@@ -118,7 +118,7 @@ fn doctor_lists_what_each_backend_cannot_do() {
     let typing = "typing outside the US keyboard layout (paste instead)";
     assert!(!not_available(HostKind::Windows).contains(&typing));
     assert!(not_available(HostKind::MacOs).contains(&typing));
-    for kind in [HostKind::Windows, HostKind::MacOs] {
-        assert!(not_available(kind).contains(&"window focus"), "{kind:?}");
-    }
+    // Windows focuses windows (SetForegroundWindow); macOS cannot in this build.
+    assert!(!not_available(HostKind::Windows).contains(&"window focus"));
+    assert!(not_available(HostKind::MacOs).contains(&"window focus"));
 }

@@ -180,8 +180,15 @@ impl Capture for Portable {
     }
 
     fn capture_window(&self, handle: u64) -> CuResult<(Image, [i64; 2])> {
-        let w = find_window(handle)?
-            .ok_or_else(|| CuError::unsupported("screenshot.window", "window gone"))?;
+        let Some(w) = find_window(handle)? else {
+            // xcap lists only windows DWM gives frame bounds for (not under Wine, say).
+            let reason = if window_fingerprint(handle)?.is_some() {
+                "the capture library cannot see this window (it needs DWM frame bounds)"
+            } else {
+                "window gone"
+            };
+            return Err(CuError::unsupported("screenshot.window", reason));
+        };
         let (ww, wh) = (w.width().unwrap_or(0), w.height().unwrap_or(0));
         if ww == 0 || wh == 0 {
             return Err(CuError::unsupported(
@@ -499,55 +506,85 @@ impl Windows for Portable {
     }
 
     fn list(&self) -> CuResult<Vec<NativeWindow>> {
-        let all =
-            xcap::Window::all().map_err(|e| CuError::unsupported("window.list", e.to_string()))?;
-        let mut out = Vec::new();
-        for w in all {
-            let Ok(id) = w.id() else { continue };
-            let pid = i64::from(w.pid().unwrap_or(0));
-            if pid == 0 || id == 0 {
-                continue;
-            }
-            let (x, y) = (i64::from(w.x().unwrap_or(0)), i64::from(w.y().unwrap_or(0)));
-            let (ww, wh) = (
-                i64::from(w.width().unwrap_or(0)),
-                i64::from(w.height().unwrap_or(0)),
-            );
-            let app = w.app_name().ok();
-            out.push(NativeWindow {
-                handle: u64::from(id),
-                fingerprint: Fingerprint {
-                    pid,
-                    class: app.clone(),
-                    created: None,
-                },
-                app_name: app,
-                app_bundle_id: None,
-                title: w.title().ok().filter(|t| !t.is_empty()),
-                bounds: [x, y, x + ww, y + wh],
-                is_focused: w.is_focused().unwrap_or(false),
-                is_minimized: w.is_minimized().unwrap_or(false),
-                is_fullscreen: false,
-                other_desktop: false,
-            });
-        }
-        Ok(out)
+        window_list()
     }
 
     fn fingerprint(&self, handle: u64) -> CuResult<Option<Fingerprint>> {
-        Ok(find_window(handle)?.map(|w| Fingerprint {
-            pid: i64::from(w.pid().unwrap_or(0)),
-            class: w.app_name().ok(),
-            created: None,
-        }))
+        window_fingerprint(handle)
     }
 
+    #[cfg(target_os = "windows")]
+    fn focus(&self, handle: u64, raise: bool) -> CuResult<()> {
+        crate::win32::focus(handle, raise)
+    }
+
+    #[cfg(not(target_os = "windows"))]
     fn focus(&self, _handle: u64, _raise: bool) -> CuResult<()> {
         Err(CuError::unsupported(
             "window.focus",
             "window activation is not available on this OS in this build",
         ))
     }
+}
+
+/// Windows: the window list on user32 (xcap's needs DWM).
+#[cfg(target_os = "windows")]
+fn window_list() -> CuResult<Vec<NativeWindow>> {
+    crate::win32::list()
+}
+
+/// Windows: the window's owner from user32.
+#[cfg(target_os = "windows")]
+fn window_fingerprint(handle: u64) -> CuResult<Option<Fingerprint>> {
+    Ok(crate::win32::fingerprint(handle))
+}
+
+/// macOS: the window's owner from xcap.
+#[cfg(not(target_os = "windows"))]
+fn window_fingerprint(handle: u64) -> CuResult<Option<Fingerprint>> {
+    Ok(find_window(handle)?.map(|w| Fingerprint {
+        pid: i64::from(w.pid().unwrap_or(0)),
+        class: w.app_name().ok(),
+        created: None,
+    }))
+}
+
+/// macOS: the window list from xcap.
+#[cfg(not(target_os = "windows"))]
+fn window_list() -> CuResult<Vec<NativeWindow>> {
+    let all =
+        xcap::Window::all().map_err(|e| CuError::unsupported("window.list", e.to_string()))?;
+    let mut out = Vec::new();
+    for w in all {
+        let Ok(id) = w.id() else { continue };
+        let pid = i64::from(w.pid().unwrap_or(0));
+        if pid == 0 || id == 0 {
+            continue;
+        }
+        let (x, y) = (i64::from(w.x().unwrap_or(0)), i64::from(w.y().unwrap_or(0)));
+        let (ww, wh) = (
+            i64::from(w.width().unwrap_or(0)),
+            i64::from(w.height().unwrap_or(0)),
+        );
+        let app = w.app_name().ok();
+        out.push(NativeWindow {
+            handle: u64::from(id),
+            fingerprint: Fingerprint {
+                pid,
+                class: app.clone(),
+                created: None,
+            },
+            app_name: app,
+            app_bundle_id: None,
+            title: w.title().ok().filter(|t| !t.is_empty()),
+            bounds: [x, y, x + ww, y + wh],
+            is_focused: w.is_focused().unwrap_or(false),
+            is_minimized: w.is_minimized().unwrap_or(false),
+            is_fullscreen: false,
+            other_desktop: false,
+        });
+    }
+    Ok(out)
 }
 
 impl Apps for Portable {

@@ -99,17 +99,24 @@ fn wide(s: &str) -> Vec<u16> {
     s.encode_utf16().chain(Some(0)).collect()
 }
 
-/// Shows the red probe window on its own thread (with its message loop); returns once it
-/// is on the screen and in the foreground.
-fn probe_window() {
+/// Shows the red probe window (topmost, at [`PROBE`]) on its own thread with its message
+/// loop; returns its handle once it is on the screen and in the foreground.
+fn probe_window() -> usize {
+    show_window("i13cu probe", 0x0000_00ff, PROBE, true)
+}
+
+/// Shows a window titled `title`, filled with `color` (COLORREF, 0x00BBGGRR) at `rect`,
+/// on its own thread with its message loop ([`probe_proc`]), and makes it the foreground
+/// window; returns its handle.
+fn show_window(title: &'static str, color: u32, rect: [i32; 4], topmost: bool) -> usize {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use windows_sys::Win32::Graphics::Gdi::CreateSolidBrush;
         use windows_sys::Win32::Graphics::Gdi::UpdateWindow;
         use windows_sys::Win32::System::LibraryLoader::GetModuleHandleW;
         use windows_sys::Win32::UI::WindowsAndMessaging as wm;
-        let class = wide("i13cu-probe");
-        let title = wide("i13cu probe");
+        let class = wide(&format!("i13cu-{}", title.replace(' ', "-")));
+        let wtitle = wide(title);
         // SAFETY: plain Win32 calls with valid, NUL-terminated strings that outlive them; the
         // window class and window live on this thread, which runs their message loop to the
         // end of the test process.
@@ -123,17 +130,16 @@ fn probe_window() {
                 hInstance: instance,
                 hIcon: std::ptr::null_mut(),
                 hCursor: std::ptr::null_mut(),
-                // COLORREF 0x00BBGGRR: pure red.
-                hbrBackground: CreateSolidBrush(0x0000_00ff),
+                hbrBackground: CreateSolidBrush(color),
                 lpszMenuName: std::ptr::null(),
                 lpszClassName: class.as_ptr(),
             };
             assert_ne!(wm::RegisterClassW(&wc), 0, "RegisterClassW");
-            let [x1, y1, x2, y2] = PROBE;
+            let [x1, y1, x2, y2] = rect;
             let hwnd = wm::CreateWindowExW(
-                wm::WS_EX_TOPMOST,
+                if topmost { wm::WS_EX_TOPMOST } else { 0 },
                 class.as_ptr(),
-                title.as_ptr(),
+                wtitle.as_ptr(),
                 wm::WS_POPUP | wm::WS_VISIBLE,
                 x1,
                 y1,
@@ -147,7 +153,7 @@ fn probe_window() {
             assert!(!hwnd.is_null(), "CreateWindowExW");
             UpdateWindow(hwnd);
             wm::SetForegroundWindow(hwnd);
-            let _ = tx.send(());
+            let _ = tx.send(hwnd as usize);
             let mut msg: wm::MSG = std::mem::zeroed();
             while wm::GetMessageW(&mut msg, std::ptr::null_mut(), 0, 0) > 0 {
                 wm::TranslateMessage(&msg);
@@ -155,7 +161,13 @@ fn probe_window() {
             }
         }
     });
-    rx.recv_timeout(T).expect("the probe window did not appear");
+    rx.recv_timeout(T).expect("the window did not appear")
+}
+
+/// The foreground window, as this process sees it.
+fn foreground() -> usize {
+    // SAFETY: no arguments.
+    unsafe { windows_sys::Win32::UI::WindowsAndMessaging::GetForegroundWindow() as usize }
 }
 
 /// The pointer position as this process (not the daemon) sees it.
@@ -253,7 +265,7 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
         );
         return;
     };
-    probe_window();
+    let probe = probe_window();
     let env = Env::new(PeerConfig::default()).await;
     let root = env.root_str().to_owned();
     let mut child = env
@@ -529,20 +541,59 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
         "{r}"
     );
 
-    // Wine gap: xcap lists a window only if DwmGetWindowAttribute gives its frame bounds,
-    // which Wine 8 does not implement, so the list comes back empty (an answer, not an
-    // error or a hang). On Windows the probe window is listed with its title.
+    // The window list (on user32: xcap's needs DWM frame bounds, which Wine 8 does not
+    // give): the probe with its title, owner, bounds and focus.
     let r = wire.ask("WINDOW_LIST_REQUEST", json!({})).await;
     assert_eq!(r["type"], "WINDOW_LIST_RESPONSE", "{r}");
-    let windows = payload(&r)["windows"].as_array().unwrap();
-    eprintln!(
-        "windows_cu: WINDOW_LIST_REQUEST listed {} window(s)",
-        windows.len()
+    let listed = payload(&r)["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["title"] == "i13cu probe")
+        .unwrap_or_else(|| panic!("the probe is not listed: {r}"))
+        .clone();
+    assert_eq!(listed["pid"], std::process::id(), "{listed}");
+    assert_eq!(listed["bounds"], json!(PROBE), "{listed}");
+    assert_eq!(listed["is_focused"], true, "{listed}");
+    let exe = std::env::current_exe().unwrap();
+    let stem = exe.file_stem().unwrap().to_string_lossy().into_owned();
+    assert_eq!(listed["app_name"], stem.as_str(), "{listed}");
+    let r = wire.ask("APP_LIST_REQUEST", json!({})).await;
+    let apps = payload(&r)["apps"].as_array().unwrap();
+    assert!(
+        apps.iter()
+            .any(|a| a["pid"] == std::process::id() && a["name"] == stem.as_str()),
+        "{r}"
     );
-    if let Some(w) = windows.first() {
-        assert!(windows.iter().any(|w| w["title"] == "i13cu probe"), "{r}");
-        assert!(w["window_id"].is_string(), "{r}");
-    }
+
+    // Focus: another window takes the foreground; WINDOW_FOCUS gives it back to the probe.
+    let other = show_window("i13cu other", 0x0000_ff00, [600, 400, 800, 500], false);
+    wait_until("the other window is in the foreground", || {
+        foreground() == other
+    })
+    .await;
+    let r = wire
+        .ask("WINDOW_FOCUS", json!({"window_id": listed["window_id"]}))
+        .await;
+    assert_eq!(r["type"], "ACK", "{r}");
+    wait_until("the probe is in the foreground again", || {
+        foreground() == probe
+    })
+    .await;
+
+    // Wine gap: a window screenshot goes through xcap, which cannot find the window under
+    // Wine (no DWM frame bounds): a typed error, not a panic or a hang.
+    let r = wire
+        .ask(
+            "SCREENSHOT_REQUEST",
+            json!({"format": "png", "window_id": listed["window_id"]}),
+        )
+        .await;
+    assert_eq!(payload(&r)["code"], "FEATURE_NOT_SUPPORTED", "{r}");
+    assert_eq!(
+        payload(&r)["details"]["reason"],
+        "the capture library cannot see this window (it needs DWM frame bounds)"
+    );
 
     let _ = child.start_kill();
     let _ = child.wait().await;
@@ -604,7 +655,7 @@ async fn doctor_names_the_display_and_what_computer_use_cannot_do_on_windows() {
         r.get("cu_unavailable"),
         (
             "INFO",
-            "not available on this OS in this build: window focus; clipboard concealment markers and change counter"
+            "not available on this OS in this build: clipboard concealment markers and change counter"
         )
     );
 }
