@@ -324,6 +324,66 @@ fn counts(output: &str) -> (u64, Vec<String>) {
     (passed, skipped)
 }
 
+/// The size of the X screen Wine draws on in `wine-test`.
+#[cfg(target_os = "linux")]
+const DISPLAY_SIZE: [u32; 2] = [1024, 768];
+
+/// One Xvfb for the whole Wine run (the tests' own fixture, `shim_cu::testing::Xvfb`):
+/// Wine's X11 driver draws there, so the Windows computer-use backend (screenshots,
+/// input, clipboard) runs for real (`suite::windows_cu` of the daemon's tests). Stopped on
+/// drop. Where it cannot start (Xvfb missing on a non-CI machine), the run goes on without
+/// a display and that test skips itself, saying why.
+struct WineDisplay {
+    #[cfg(target_os = "linux")]
+    xvfb: Option<shim_cu::testing::Xvfb>,
+}
+
+impl WineDisplay {
+    fn start() -> Result<WineDisplay> {
+        #[cfg(target_os = "linux")]
+        {
+            ensure_packages(&["xvfb"])?;
+            let t = Instant::now();
+            let [w, h] = DISPLAY_SIZE;
+            let xvfb = match shim_cu::testing::Xvfb::try_start(w, h) {
+                Ok(x) => {
+                    println!(
+                        "xtask: Xvfb {} ({w}x{h}) for Wine, started in {:.1} s",
+                        x.display,
+                        t.elapsed().as_secs_f64()
+                    );
+                    Some(x)
+                }
+                Err(e) => {
+                    println!("xtask: no X display for Wine ({e}); computer use is not tested");
+                    None
+                }
+            };
+            Ok(WineDisplay { xvfb })
+        }
+        #[cfg(not(target_os = "linux"))]
+        Ok(WineDisplay {})
+    }
+
+    /// Stops the X server (after the Wine processes that used it).
+    fn stop(self) {
+        #[cfg(target_os = "linux")]
+        drop(self.xvfb);
+    }
+
+    /// `DISPLAY` and `SHIM_WINE_DISPLAY_SIZE` (`WxH`) for a command that runs Wine.
+    fn env(&self, cmd: &mut Command) {
+        #[cfg(target_os = "linux")]
+        if let Some(x) = &self.xvfb {
+            let [w, h] = DISPLAY_SIZE;
+            cmd.env("DISPLAY", &x.display)
+                .env("SHIM_WINE_DISPLAY_SIZE", format!("{w}x{h}"));
+            return;
+        }
+        cmd.env_remove("DISPLAY");
+    }
+}
+
 /// `cargo xtask wine-test`.
 pub(crate) fn wine_test(root: &Path) -> Result<()> {
     let started = Instant::now();
@@ -331,6 +391,7 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
         return Ok(());
     };
     let links = link_fixture(root)?;
+    let display = WineDisplay::start()?;
     // shim-audit.exe beside autogpt-shim.exe: the daemon suite verifies logs with it.
     let mut build = Command::new(cargo_bin());
     build.args(["build", "--target", TARGET, "-p", "shim-audit-cli"]);
@@ -352,6 +413,7 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
             }
         }
         wine.env(&mut cmd);
+        display.env(&mut cmd);
         cmd.env("SHIM_REQUIRE_SHIM_AUDIT", "1");
         cmd.env(
             "SHIM_JAIL_WINE_LINK_FIXTURE",
@@ -396,7 +458,14 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
     let mut demo = Command::new("wine");
     demo.arg(&exe).args(["demo", "--enable-shell"]);
     wine.env(&mut demo);
+    display.env(&mut demo);
     let out = demo.output().context("cannot run the demo under Wine")?;
+    // Every Wine process of the prefix ends before its X server does.
+    let mut k = Command::new("wineserver");
+    k.arg("-k");
+    wine.env(&mut k);
+    let _ = k.status();
+    display.stop();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

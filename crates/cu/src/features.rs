@@ -101,6 +101,21 @@ impl Features {
     }
 }
 
+/// What the computer-use backend of `kind` cannot do in this build, for `doctor` (the
+/// requests answer with `FEATURE_NOT_SUPPORTED`, or the clipboard without a marker).
+pub fn not_available(kind: HostKind) -> &'static [&'static str] {
+    match kind {
+        HostKind::X11 => &[],
+        HostKind::Windows => &["clipboard concealment markers and change counter"],
+        HostKind::MacOs => &[
+            "pointer position",
+            "window focus",
+            "typing outside the US keyboard layout (paste instead)",
+            "clipboard concealment markers and change counter",
+        ],
+    }
+}
+
 #[cfg(test)]
 #[path = "features_tests.rs"]
 mod tests;

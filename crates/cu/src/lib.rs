@@ -24,6 +24,8 @@ mod macos;
 #[cfg(any(target_os = "macos", target_os = "windows"))]
 mod portable;
 #[cfg(target_os = "windows")]
+mod win32;
+#[cfg(target_os = "windows")]
 mod windows;
 
 pub use backend::Desktop;

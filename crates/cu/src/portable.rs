@@ -1,7 +1,9 @@
 //! The macOS and Windows backends built on portable crates: xcap (displays, capture,
 //! windows), rdev (input), copypasta (clipboard). What these crates cannot do is refused
-//! with a typed error, never pretended: the pointer position, characters outside the
-//! layout, window focus, concealment markers and change counters (see the README).
+//! with a typed error, never pretended: on macOS the pointer position and characters
+//! outside the US layout; window focus, concealment markers and change counters (see the
+//! README). On Windows the pointer position comes from GetCursorPos and other characters
+//! are typed as Unicode key events.
 
 use std::sync::Arc;
 
@@ -124,15 +126,37 @@ impl Displays for Portable {
     }
 
     fn cursor(&self) -> CuResult<[i64; 2]> {
-        Err(CuError::unsupported(
-            "cursor.position",
-            "the pointer position is not available in this build on this OS",
-        ))
+        cursor_position()
     }
 }
 
+/// The pointer position in virtual-screen pixels (GetCursorPos).
+#[cfg(target_os = "windows")]
+#[allow(unsafe_code)]
+fn cursor_position() -> CuResult<[i64; 2]> {
+    let mut p = windows_sys::Win32::Foundation::POINT { x: 0, y: 0 };
+    // SAFETY: `p` is a valid, writable POINT for the call to fill.
+    let ok = unsafe { windows_sys::Win32::UI::WindowsAndMessaging::GetCursorPos(&mut p) };
+    if ok == 0 {
+        return Err(CuError::internal(format!(
+            "GetCursorPos failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok([i64::from(p.x), i64::from(p.y)])
+}
+
+/// macOS: neither xcap nor rdev reads the pointer position.
+#[cfg(not(target_os = "windows"))]
+fn cursor_position() -> CuResult<[i64; 2]> {
+    Err(CuError::unsupported(
+        "cursor.position",
+        "the pointer position is not available in this build on this OS",
+    ))
+}
+
 impl Capture for Portable {
-    fn capture(&self, rect: [i64; 4], _cursor: bool) -> CuResult<Image> {
+    fn capture(&self, rect: [i64; 4], cursor: bool) -> CuResult<Image> {
         let [x1, y1, x2, y2] = rect;
         let m = xcap::Monitor::from_point(
             i32::try_from(x1).unwrap_or(0),
@@ -146,12 +170,25 @@ impl Capture for Portable {
         let img = m
             .capture_region(c(x1 - ox)?, c(y1 - oy)?, c(x2 - x1)?, c(y2 - y1)?)
             .map_err(|e| cap_err(self.kind, e))?;
-        Ok(rgba_to_image(img.width(), img.height(), img.as_raw()))
+        let mut image = rgba_to_image(img.width(), img.height(), img.as_raw());
+        // 3.x step 6: the pointer as a small black arrow where the OS can say where it is
+        // (Windows); on macOS the position is not available in this build.
+        if cursor && let Ok([cx, cy]) = cursor_position() {
+            stamp_arrow(&mut image, [cx - x1, cy - y1]);
+        }
+        Ok(image)
     }
 
     fn capture_window(&self, handle: u64) -> CuResult<(Image, [i64; 2])> {
-        let w = find_window(handle)?
-            .ok_or_else(|| CuError::unsupported("screenshot.window", "window gone"))?;
+        let Some(w) = find_window(handle)? else {
+            // xcap lists only windows DWM gives frame bounds for (not under Wine, say).
+            let reason = if window_fingerprint(handle)?.is_some() {
+                "the capture library cannot see this window (it needs DWM frame bounds)"
+            } else {
+                "window gone"
+            };
+            return Err(CuError::unsupported("screenshot.window", reason));
+        };
         let (ww, wh) = (w.width().unwrap_or(0), w.height().unwrap_or(0));
         if ww == 0 || wh == 0 {
             return Err(CuError::unsupported(
@@ -165,6 +202,23 @@ impl Capture for Portable {
             rgba_to_image(img.width(), img.height(), img.as_raw()),
             origin,
         ))
+    }
+}
+
+/// Paints a black arrow (a 12-pixel right triangle, tip at `tip`, in image pixels) into
+/// `img`; the parts outside the image are dropped.
+fn stamp_arrow(img: &mut Image, tip: [i64; 2]) {
+    let (w, h) = (i64::from(img.width), i64::from(img.height));
+    for r in 0..12 {
+        for c in 0..=(r * 7 / 11) {
+            let (x, y) = (tip[0] + c, tip[1] + r);
+            if (0..w).contains(&x) && (0..h).contains(&y) {
+                let i = ((y * w + x) * 3) as usize;
+                if let Some(px) = img.rgb.get_mut(i..i + 3) {
+                    px.fill(0);
+                }
+            }
+        }
     }
 }
 
@@ -331,6 +385,53 @@ fn char_key(c: char) -> Option<(rdev::Key, bool)> {
     })
 }
 
+/// Windows: a character outside the US layout as Unicode key events (KEYEVENTF_UNICODE,
+/// one down/up pair per UTF-16 unit, so surrogate pairs too), COMPUTER_USE_HW.md 4.2.2.
+#[cfg(target_os = "windows")]
+#[allow(unsafe_code)]
+fn type_unicode(c: char) -> CuResult<()> {
+    use windows_sys::Win32::UI::Input::KeyboardAndMouse as kbd;
+    let mut buf = [0u16; 2];
+    let mut inputs = Vec::with_capacity(4);
+    for unit in c.encode_utf16(&mut buf).iter() {
+        for flags in [
+            kbd::KEYEVENTF_UNICODE,
+            kbd::KEYEVENTF_UNICODE | kbd::KEYEVENTF_KEYUP,
+        ] {
+            inputs.push(kbd::INPUT {
+                r#type: kbd::INPUT_KEYBOARD,
+                Anonymous: kbd::INPUT_0 {
+                    ki: kbd::KEYBDINPUT {
+                        wVk: 0,
+                        wScan: *unit,
+                        dwFlags: flags,
+                        time: 0,
+                        dwExtraInfo: 0,
+                    },
+                },
+            });
+        }
+    }
+    let size = i32::try_from(std::mem::size_of::<kbd::INPUT>())
+        .map_err(|_| CuError::internal("INPUT size"))?;
+    // SAFETY: `inputs` holds `inputs.len()` (at most 4) initialised keyboard INPUTs, and
+    // `size` is the size of one; SendInput only reads them.
+    let sent = unsafe { kbd::SendInput(inputs.len() as u32, inputs.as_ptr(), size) };
+    if sent as usize != inputs.len() {
+        return Err(CuError::internal("the OS refused the input event"));
+    }
+    Ok(())
+}
+
+/// macOS: only the US layout in this build.
+#[cfg(not(target_os = "windows"))]
+fn type_unicode(_c: char) -> CuResult<()> {
+    Err(CuError::unsupported(
+        "type",
+        "characters outside the US layout cannot be typed on this OS in this build; use paste",
+    ))
+}
+
 impl Input for Portable {
     fn move_to(&self, p: [i64; 2]) -> CuResult<()> {
         sim(&rdev::EventType::MouseMove {
@@ -371,12 +472,9 @@ impl Input for Portable {
     }
 
     fn type_char(&self, c: char) -> CuResult<()> {
-        let (key, shift) = char_key(c).ok_or_else(|| {
-            CuError::unsupported(
-                "type",
-                "characters outside the US layout cannot be typed on this OS in this build; use paste",
-            )
-        })?;
+        let Some((key, shift)) = char_key(c) else {
+            return type_unicode(c);
+        };
         if shift {
             sim(&rdev::EventType::KeyPress(rdev::Key::ShiftLeft))?;
         }
@@ -408,55 +506,85 @@ impl Windows for Portable {
     }
 
     fn list(&self) -> CuResult<Vec<NativeWindow>> {
-        let all =
-            xcap::Window::all().map_err(|e| CuError::unsupported("window.list", e.to_string()))?;
-        let mut out = Vec::new();
-        for w in all {
-            let Ok(id) = w.id() else { continue };
-            let pid = i64::from(w.pid().unwrap_or(0));
-            if pid == 0 || id == 0 {
-                continue;
-            }
-            let (x, y) = (i64::from(w.x().unwrap_or(0)), i64::from(w.y().unwrap_or(0)));
-            let (ww, wh) = (
-                i64::from(w.width().unwrap_or(0)),
-                i64::from(w.height().unwrap_or(0)),
-            );
-            let app = w.app_name().ok();
-            out.push(NativeWindow {
-                handle: u64::from(id),
-                fingerprint: Fingerprint {
-                    pid,
-                    class: app.clone(),
-                    created: None,
-                },
-                app_name: app,
-                app_bundle_id: None,
-                title: w.title().ok().filter(|t| !t.is_empty()),
-                bounds: [x, y, x + ww, y + wh],
-                is_focused: w.is_focused().unwrap_or(false),
-                is_minimized: w.is_minimized().unwrap_or(false),
-                is_fullscreen: false,
-                other_desktop: false,
-            });
-        }
-        Ok(out)
+        window_list()
     }
 
     fn fingerprint(&self, handle: u64) -> CuResult<Option<Fingerprint>> {
-        Ok(find_window(handle)?.map(|w| Fingerprint {
-            pid: i64::from(w.pid().unwrap_or(0)),
-            class: w.app_name().ok(),
-            created: None,
-        }))
+        window_fingerprint(handle)
     }
 
+    #[cfg(target_os = "windows")]
+    fn focus(&self, handle: u64, raise: bool) -> CuResult<()> {
+        crate::win32::focus(handle, raise)
+    }
+
+    #[cfg(not(target_os = "windows"))]
     fn focus(&self, _handle: u64, _raise: bool) -> CuResult<()> {
         Err(CuError::unsupported(
             "window.focus",
             "window activation is not available on this OS in this build",
         ))
     }
+}
+
+/// Windows: the window list on user32 (xcap's needs DWM).
+#[cfg(target_os = "windows")]
+fn window_list() -> CuResult<Vec<NativeWindow>> {
+    crate::win32::list()
+}
+
+/// Windows: the window's owner from user32.
+#[cfg(target_os = "windows")]
+fn window_fingerprint(handle: u64) -> CuResult<Option<Fingerprint>> {
+    Ok(crate::win32::fingerprint(handle))
+}
+
+/// macOS: the window's owner from xcap.
+#[cfg(not(target_os = "windows"))]
+fn window_fingerprint(handle: u64) -> CuResult<Option<Fingerprint>> {
+    Ok(find_window(handle)?.map(|w| Fingerprint {
+        pid: i64::from(w.pid().unwrap_or(0)),
+        class: w.app_name().ok(),
+        created: None,
+    }))
+}
+
+/// macOS: the window list from xcap.
+#[cfg(not(target_os = "windows"))]
+fn window_list() -> CuResult<Vec<NativeWindow>> {
+    let all =
+        xcap::Window::all().map_err(|e| CuError::unsupported("window.list", e.to_string()))?;
+    let mut out = Vec::new();
+    for w in all {
+        let Ok(id) = w.id() else { continue };
+        let pid = i64::from(w.pid().unwrap_or(0));
+        if pid == 0 || id == 0 {
+            continue;
+        }
+        let (x, y) = (i64::from(w.x().unwrap_or(0)), i64::from(w.y().unwrap_or(0)));
+        let (ww, wh) = (
+            i64::from(w.width().unwrap_or(0)),
+            i64::from(w.height().unwrap_or(0)),
+        );
+        let app = w.app_name().ok();
+        out.push(NativeWindow {
+            handle: u64::from(id),
+            fingerprint: Fingerprint {
+                pid,
+                class: app.clone(),
+                created: None,
+            },
+            app_name: app,
+            app_bundle_id: None,
+            title: w.title().ok().filter(|t| !t.is_empty()),
+            bounds: [x, y, x + ww, y + wh],
+            is_focused: w.is_focused().unwrap_or(false),
+            is_minimized: w.is_minimized().unwrap_or(false),
+            is_fullscreen: false,
+            other_desktop: false,
+        });
+    }
+    Ok(out)
 }
 
 impl Apps for Portable {

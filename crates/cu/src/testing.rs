@@ -91,8 +91,14 @@ pub struct Xvfb {
 
 impl Xvfb {
     /// Starts `Xvfb :N -screen 0 WxHx24` on a free display number and waits until it
-    /// accepts connections.
+    /// accepts connections; panics if it cannot (tests).
     pub fn start(w: u32, h: u32) -> Xvfb {
+        Xvfb::try_start(w, h).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Xvfb::start`] with the failure as an error (for `cargo xtask`, which gives Wine
+    /// one X display for the whole Windows test run).
+    pub fn try_start(w: u32, h: u32) -> Result<Xvfb, String> {
         let base = 200 + (std::process::id() % 400) * 10;
         for _ in 0..200 {
             let n = base + NEXT.fetch_add(1, Ordering::SeqCst) % 4000;
@@ -115,7 +121,7 @@ impl Xvfb {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
-                .expect("cannot start Xvfb (is it installed?)");
+                .map_err(|e| format!("cannot start Xvfb (is it installed?): {e}"))?;
             let ok = wait_for(Duration::from_secs(20), || {
                 if let Ok(Some(_)) = child.try_wait() {
                     return Some(false);
@@ -123,16 +129,16 @@ impl Xvfb {
                 RustConnection::connect(Some(&display)).ok().map(|_| true)
             });
             if ok == Some(true) {
-                return Xvfb {
+                return Ok(Xvfb {
                     display,
                     _proc: Proc(child),
                     extra: Mutex::new(Vec::new()),
-                };
+                });
             }
             let _ = child.kill();
             let _ = child.wait();
         }
-        panic!("no free X display number");
+        Err("no free X display number".to_owned())
     }
 
     /// Starts `cmd` on this display; it is stopped with the server.

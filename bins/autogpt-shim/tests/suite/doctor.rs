@@ -13,7 +13,7 @@ use crate::suite::harness::finish;
 const SID: &str = "4f6b2d8e-1c3a-4e5f-9a7b-8c9d0e1f2a3b";
 
 /// One report line: marker and detail by label, plus the labels in order.
-struct Report {
+pub(crate) struct Report {
     code: i32,
     lines: BTreeMap<String, (String, String)>,
     order: Vec<String>,
@@ -21,7 +21,7 @@ struct Report {
 }
 
 impl Report {
-    fn get(&self, label: &str) -> (&str, &str) {
+    pub(crate) fn get(&self, label: &str) -> (&str, &str) {
         let (m, d) = self
             .lines
             .get(label)
@@ -34,7 +34,8 @@ impl Report {
     }
 }
 
-async fn doctor(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> Report {
+/// Runs `autogpt-shim GLOBAL... doctor` with `vars` and parses its report.
+pub(crate) async fn doctor(env: &Env, global: &[&str], vars: &[(&str, &str)]) -> Report {
     let mut args = global.to_vec();
     args.push("doctor");
     let mut c = env.command(&args);

@@ -90,7 +90,16 @@ fn windows_env(env: &Env, c: &mut Command) {
     c.env("USERPROFILE", env.dir.path().join("home"))
         .env("APPDATA", env.dir.path().join("config"))
         .env("LOCALAPPDATA", env.dir.path().join("local"));
-    for k in ["SYSTEMROOT", "WINDIR", "TEMP", "TMP", "COMSPEC", "PATHEXT"] {
+    // DISPLAY: under Wine, the X server its X11 driver draws on (cargo xtask wine-test).
+    for k in [
+        "SYSTEMROOT",
+        "WINDIR",
+        "TEMP",
+        "TMP",
+        "COMSPEC",
+        "PATHEXT",
+        "DISPLAY",
+    ] {
         if let Some(v) = std::env::var_os(k) {
             c.env(k, v);
         }
@@ -551,4 +560,24 @@ pub(crate) fn small_tmpfs(dir: &Path, name: &str, size: &str) -> Option<Tmpfs> {
             None
         }
     }
+}
+
+/// A request of type `ty` with the JSON `payload`, as the platform would send it.
+pub(crate) fn wire(ty: &str, payload: serde_json::Value) -> Message {
+    let frame = serde_json::json!({"type": ty, "id": "x", "ts": 1.0, "payload": payload});
+    shim_protocol::frame::decode_bytes(frame.to_string().as_bytes())
+        .unwrap()
+        .message
+}
+
+/// Sends `ty` with `payload` and returns the reply as `{"type": ..., "payload": ...}`.
+pub(crate) async fn ask(
+    conn: &Connection,
+    ty: &str,
+    payload: serde_json::Value,
+) -> serde_json::Value {
+    let r = conn.request(wire(ty, payload), T).await.unwrap();
+    let text = shim_protocol::frame::encode_shim("x", 1.0, None, &r.frame.message).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    serde_json::json!({"type": r.frame.message_type().as_str(), "payload": v["payload"]})
 }

@@ -17,13 +17,13 @@ use shim_cu::testing::wait_for;
 use shim_platform_peer::Connection;
 use shim_platform_peer::PeerConfig;
 use shim_protocol::Capability;
-use shim_protocol::Message;
 use tokio::process::Child;
 use x11rb::connection::Connection as _;
 use x11rb::protocol::xproto::ConnectionExt as _;
 
 use crate::suite::harness::Env;
 use crate::suite::harness::T;
+use crate::suite::harness::ask;
 use crate::suite::harness::finish;
 use crate::suite::harness::stop_cleanly;
 use crate::suite::harness::with_op;
@@ -47,20 +47,6 @@ fn start(env: &Env, vars: &[(&str, &str)]) -> Child {
         c.env(k, v);
     }
     c.spawn().unwrap()
-}
-
-fn msg(ty: &str, payload: Value) -> Message {
-    let frame = json!({"type": ty, "id": "x", "ts": 1.0, "payload": payload});
-    shim_protocol::frame::decode_bytes(frame.to_string().as_bytes())
-        .unwrap()
-        .message
-}
-
-async fn ask(conn: &Connection, ty: &str, payload: Value) -> Value {
-    let r = conn.request(msg(ty, payload), T).await.unwrap();
-    let text = shim_protocol::frame::encode_shim("x", 1.0, None, &r.frame.message).unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    json!({"type": r.frame.message_type().as_str(), "payload": v["payload"]})
 }
 
 /// (pid, name) of every live descendant of `pid`.

@@ -33,3 +33,5 @@ mod sandbox_corpus;
 mod status;
 #[cfg(windows)]
 mod windows;
+#[cfg(windows)]
+mod windows_cu;

@@ -387,7 +387,7 @@ async fn commands_through_the_daemon_time_out_overload_and_keep_the_output_budge
 /// Runs `shim-audit.exe ARGS` (built beside `autogpt-shim.exe`) with the daemon's
 /// environment; `None` when it is not there (`cargo xtask wine-test` builds it and sets
 /// `SHIM_REQUIRE_SHIM_AUDIT=1`, so there it must be).
-async fn shim_audit(env: &Env, args: &[&str]) -> Option<(i32, String, String)> {
+pub(crate) async fn shim_audit(env: &Env, args: &[&str]) -> Option<(i32, String, String)> {
     let exe =
         std::path::Path::new(env!("CARGO_BIN_EXE_autogpt-shim")).with_file_name("shim-audit.exe");
     if !exe.is_file() {

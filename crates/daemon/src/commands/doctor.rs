@@ -174,6 +174,7 @@ pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
     });
     out.extend(platform_checks(settings, &desktop));
     out.push(display_check(&desktop));
+    out.extend(limits_check(&desktop));
     out.push(isolated_display_check(settings));
     out
 }
@@ -609,6 +610,21 @@ fn display_check(desktop: &Opened) -> Check {
         }
         Err(e) => check("display", Marker::Warn, format!("could not enumerate: {e}")),
     }
+}
+
+/// What computer use cannot do on this OS in this build (macOS, Windows); nothing on X11.
+fn limits_check(desktop: &Opened) -> Option<Check> {
+    let missing = shim_cu::features::not_available(desktop.as_ref().ok()?.kind);
+    (!missing.is_empty()).then(|| {
+        check(
+            "cu_unavailable",
+            Marker::Info,
+            format!(
+                "not available on this OS in this build: {}",
+                missing.join("; ")
+            ),
+        )
+    })
 }
 
 #[cfg(test)]

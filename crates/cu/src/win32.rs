@@ -1,0 +1,226 @@
+//! Windows: the window list, fingerprints and focus on user32 directly.
+//!
+//! xcap lists a window only when `DwmGetWindowAttribute` gives its frame bounds; where DWM
+//! does not answer (Wine, which the CI runs the Windows tests under) its list is empty.
+//! This list applies the same filter (visible, has a class, not a title-less tool window,
+//! not this process, not cloaked, not empty) but falls back to `GetWindowRect` for the
+//! bounds. Focus is `SetForegroundWindow`, which xcap does not offer.
+
+// user32, dwmapi and kernel32 calls (each block says why it is sound).
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+
+use windows_sys::Win32::Foundation::CloseHandle;
+use windows_sys::Win32::Foundation::HWND;
+use windows_sys::Win32::Foundation::LPARAM;
+use windows_sys::Win32::Foundation::RECT;
+use windows_sys::Win32::Graphics::Dwm::DWMWA_CLOAKED;
+use windows_sys::Win32::Graphics::Dwm::DWMWA_EXTENDED_FRAME_BOUNDS;
+use windows_sys::Win32::Graphics::Dwm::DwmGetWindowAttribute;
+use windows_sys::Win32::System::Threading::GetCurrentProcessId;
+use windows_sys::Win32::System::Threading::OpenProcess;
+use windows_sys::Win32::System::Threading::PROCESS_NAME_WIN32;
+use windows_sys::Win32::System::Threading::PROCESS_QUERY_LIMITED_INFORMATION;
+use windows_sys::Win32::System::Threading::QueryFullProcessImageNameW;
+use windows_sys::Win32::UI::WindowsAndMessaging as wm;
+
+use crate::backend::Fingerprint;
+use crate::backend::NativeWindow;
+use crate::error::CuError;
+use crate::error::CuResult;
+
+fn hwnd(handle: u64) -> HWND {
+    handle as usize as HWND
+}
+
+fn class_name(h: HWND) -> String {
+    let mut buf = [0u16; 256];
+    // SAFETY: `buf` is writable for its length, which is passed.
+    let n = unsafe { wm::GetClassNameW(h, buf.as_mut_ptr(), buf.len() as i32) };
+    String::from_utf16_lossy(&buf[..usize::try_from(n).unwrap_or(0)])
+}
+
+fn title(h: HWND) -> String {
+    // SAFETY: plain query of another process's window (never this process's: see `list`,
+    // GetWindowText would send it a message).
+    let len = unsafe { wm::GetWindowTextLengthW(h) };
+    let mut buf = vec![0u16; usize::try_from(len).unwrap_or(0) + 1];
+    // SAFETY: `buf` is writable for its length, which is passed.
+    let n = unsafe { wm::GetWindowTextW(h, buf.as_mut_ptr(), buf.len() as i32) };
+    String::from_utf16_lossy(&buf[..usize::try_from(n).unwrap_or(0)])
+}
+
+fn pid(h: HWND) -> u32 {
+    let mut pid = 0u32;
+    // SAFETY: `pid` is a valid u32 for the call to fill.
+    unsafe { wm::GetWindowThreadProcessId(h, &mut pid) };
+    pid
+}
+
+/// The executable's file name without `.exe`, as the application name.
+fn app_name(pid: u32) -> Option<String> {
+    // SAFETY: the handle is checked, used once and closed; `buf`/`len` describe a writable
+    // buffer.
+    unsafe {
+        let p = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
+        if p.is_null() {
+            return None;
+        }
+        let mut buf = [0u16; 1024];
+        let mut len = buf.len() as u32;
+        let ok = QueryFullProcessImageNameW(p, PROCESS_NAME_WIN32, buf.as_mut_ptr(), &mut len);
+        CloseHandle(p);
+        if ok == 0 {
+            return None;
+        }
+        let path = String::from_utf16_lossy(&buf[..len as usize]);
+        let file = path.rsplit(['\\', '/']).next().unwrap_or(&path);
+        let stem = file
+            .strip_suffix(".exe")
+            .or_else(|| file.strip_suffix(".EXE"))
+            .unwrap_or(file);
+        Some(stem.to_owned())
+    }
+}
+
+fn dwm<T: Default>(h: HWND, attribute: i32) -> Option<T> {
+    let mut v = T::default();
+    // SAFETY: `v` is writable for `size_of::<T>()` bytes, which is passed.
+    let hr = unsafe {
+        DwmGetWindowAttribute(
+            h,
+            attribute as u32,
+            (&mut v as *mut T).cast::<c_void>(),
+            std::mem::size_of::<T>() as u32,
+        )
+    };
+    (hr >= 0).then_some(v)
+}
+
+/// `[x1, y1, x2, y2]`: DWM's frame bounds, else `GetWindowRect`.
+fn bounds(h: HWND) -> Option<[i64; 4]> {
+    let r = dwm::<RECT>(h, DWMWA_EXTENDED_FRAME_BOUNDS).or_else(|| {
+        let mut r = RECT {
+            left: 0,
+            top: 0,
+            right: 0,
+            bottom: 0,
+        };
+        // SAFETY: `r` is a valid RECT for the call to fill.
+        (unsafe { wm::GetWindowRect(h, &mut r) } != 0).then_some(r)
+    })?;
+    Some([r.left, r.top, r.right, r.bottom].map(i64::from))
+}
+
+unsafe extern "system" fn collect(h: HWND, state: LPARAM) -> windows_sys::core::BOOL {
+    // SAFETY: `state` is the `&mut Vec<HWND>` that `list` passed to EnumWindows, alive and
+    // not otherwise borrowed during the enumeration.
+    let all = unsafe { &mut *(state as *mut Vec<HWND>) };
+    all.push(h);
+    1
+}
+
+fn describe(h: HWND, own: u32, foreground: HWND) -> Option<NativeWindow> {
+    // SAFETY: plain queries of a window handle EnumWindows gave.
+    if unsafe { wm::IsWindowVisible(h) } == 0 {
+        return None;
+    }
+    let class = class_name(h);
+    if class.is_empty() || class == "Progman" || class == "Button" {
+        return None;
+    }
+    let pid = pid(h);
+    if pid == own || pid == 0 {
+        return None;
+    }
+    let title = title(h);
+    // SAFETY: as above.
+    let ex = unsafe { wm::GetWindowLongPtrW(h, wm::GWL_EXSTYLE) } as u32;
+    if ex & wm::WS_EX_TOOLWINDOW != 0 && title.is_empty() && class != "Shell_TrayWnd" {
+        return None;
+    }
+    if dwm::<u32>(h, DWMWA_CLOAKED).is_some_and(|c| c != 0) {
+        return None;
+    }
+    let b = bounds(h)?;
+    if b[2] <= b[0] || b[3] <= b[1] {
+        return None;
+    }
+    let app = app_name(pid);
+    Some(NativeWindow {
+        handle: h as usize as u64,
+        fingerprint: Fingerprint {
+            pid: i64::from(pid),
+            class: app.clone(),
+            created: None,
+        },
+        app_name: app,
+        app_bundle_id: None,
+        title: Some(title).filter(|t| !t.is_empty()),
+        bounds: b,
+        is_focused: h == foreground,
+        // SAFETY: as above.
+        is_minimized: unsafe { wm::IsIconic(h) } != 0,
+        is_fullscreen: false,
+        other_desktop: false,
+    })
+}
+
+/// The top-level windows of other processes, front to back.
+pub(crate) fn list() -> CuResult<Vec<NativeWindow>> {
+    let mut all: Vec<HWND> = Vec::new();
+    // SAFETY: `collect` only pushes into `all`, which outlives the call.
+    let ok = unsafe { wm::EnumWindows(Some(collect), &mut all as *mut Vec<HWND> as LPARAM) };
+    if ok == 0 {
+        return Err(CuError::internal(format!(
+            "EnumWindows failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: no arguments.
+    let (own, foreground) = unsafe { (GetCurrentProcessId(), wm::GetForegroundWindow()) };
+    Ok(all
+        .into_iter()
+        .filter_map(|h| describe(h, own, foreground))
+        .collect())
+}
+
+/// The window's owner and application, if it still exists.
+pub(crate) fn fingerprint(handle: u64) -> Option<Fingerprint> {
+    let h = hwnd(handle);
+    // SAFETY: IsWindow accepts any value and says whether it names a window.
+    if unsafe { wm::IsWindow(h) } == 0 {
+        return None;
+    }
+    let pid = pid(h);
+    Some(Fingerprint {
+        pid: i64::from(pid),
+        class: app_name(pid),
+        created: None,
+    })
+}
+
+/// Restores a minimised window, raises it if asked, and makes it the foreground window.
+pub(crate) fn focus(handle: u64, raise: bool) -> CuResult<()> {
+    let h = hwnd(handle);
+    // SAFETY: user32 calls on a window handle (IsWindow checks it first); they only change
+    // the window's state.
+    unsafe {
+        if wm::IsWindow(h) == 0 {
+            return Err(CuError::unsupported("window.focus", "window gone"));
+        }
+        if wm::IsIconic(h) != 0 {
+            wm::ShowWindow(h, wm::SW_RESTORE);
+        }
+        if raise {
+            wm::BringWindowToTop(h);
+        }
+        if wm::SetForegroundWindow(h) == 0 {
+            return Err(CuError::internal(
+                "Windows refused to bring the window to the foreground",
+            ));
+        }
+    }
+    Ok(())
+}
