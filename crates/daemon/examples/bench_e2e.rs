@@ -218,6 +218,9 @@ async fn exec_true(conn: &Connection, iters: u64) -> Res<Duration> {
 /// vfork underneath), which is how the executor spawns today (setsid, parent-death signal
 /// and fchdir run in the hook).
 async fn spawn_floor(iters: u64, hook: bool) -> Res<Duration> {
+    // Windows has no fork: both floors are the same spawn there.
+    #[cfg(not(unix))]
+    let _ = hook;
     use tokio::io::AsyncReadExt;
     let n = usize::try_from((iters / 4).max(4))?;
     let mut samples = Vec::with_capacity(n);
@@ -227,6 +230,7 @@ async fn spawn_floor(iters: u64, hook: bool) -> Res<Duration> {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        #[cfg(unix)]
         if hook {
             use std::os::unix::process::CommandExt;
             // SAFETY: the hook does nothing; it only makes std take its fork path.
