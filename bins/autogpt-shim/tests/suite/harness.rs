@@ -563,6 +563,7 @@ pub(crate) fn small_tmpfs(dir: &Path, name: &str, size: &str) -> Option<Tmpfs> {
 }
 
 /// A request of type `ty` with the JSON `payload`, as the platform would send it.
+#[cfg(any(target_os = "linux", windows))] // the computer-use suites
 pub(crate) fn wire(ty: &str, payload: serde_json::Value) -> Message {
     let frame = serde_json::json!({"type": ty, "id": "x", "ts": 1.0, "payload": payload});
     shim_protocol::frame::decode_bytes(frame.to_string().as_bytes())
@@ -571,6 +572,7 @@ pub(crate) fn wire(ty: &str, payload: serde_json::Value) -> Message {
 }
 
 /// Sends `ty` with `payload` and returns the reply as `{"type": ..., "payload": ...}`.
+#[cfg(any(target_os = "linux", windows))] // the computer-use suites
 pub(crate) async fn ask(
     conn: &Connection,
     ty: &str,
