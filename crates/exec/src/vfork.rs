@@ -34,8 +34,6 @@ use std::os::fd::OwnedFd;
 use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::OnceLock;
-use std::sync::atomic::AtomicI32;
-use std::sync::atomic::Ordering;
 
 use crate::confine::Confinement;
 use crate::process::SpawnSpec;
@@ -66,7 +64,7 @@ pub(crate) struct Spawned {
     pub(crate) pidfd: OwnedFd,
 }
 
-/// What the child needs, prepared by the parent; the child only reads it, except `error`.
+/// What the child needs, prepared by the parent; the child only reads it.
 struct ChildArgs<'a> {
     program: *const libc::c_char,
     argv: *const *const libc::c_char,
@@ -76,8 +74,8 @@ struct ChildArgs<'a> {
     cwd: RawFd,
     parent: libc::pid_t,
     confine: Option<&'a Confinement>,
-    /// The errno of the step that failed; 0 when `execve` succeeded.
-    error: AtomicI32,
+    /// The write end of the report pipe (close-on-exec): the errno of a failed step.
+    report: RawFd,
 }
 
 /// A pipe whose ends are close-on-exec and numbered 3 or above (so that placing the
@@ -145,6 +143,10 @@ pub(crate) fn spawn(
     };
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
+    // A failed step is reported through a pipe, not the shared memory, so that it is seen
+    // also where clone(CLONE_VM) is emulated by a fork (qemu-user): `execve` closes the
+    // write end, a failure writes its errno first.
+    let (report_r, report_w) = pipe()?;
 
     let args = ChildArgs {
         program: program.as_ptr(),
@@ -155,7 +157,7 @@ pub(crate) fn spawn(
         parent: libc::pid_t::try_from(std::process::id())
             .map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))?,
         confine,
-        error: AtomicI32::new(0),
+        report: report_w.as_raw_fd(),
     };
     let mut stack = vec![0u8; STACK];
     // The stack grows down: pass its end, aligned to 16 bytes as the ABI requires.
@@ -179,9 +181,9 @@ pub(crate) fn spawn(
         }
     })?;
     drop(stack);
-    let error = args.error.load(Ordering::SeqCst);
-    if error != 0 {
-        // The child has already exited (`_exit(127)`): reap it.
+    drop(report_w);
+    if let Some(error) = reported(report_r)? {
+        // The child has exited (`_exit(127)`): reap it.
         let _ = rustix::process::waitpid(
             rustix::process::Pid::from_raw(pid),
             rustix::process::WaitOptions::empty(),
@@ -210,6 +212,24 @@ pub(crate) fn spawn(
     })
 }
 
+/// The errno the child wrote to the report pipe, `None` when it reached `execve` (the pipe
+/// closed empty).
+fn reported(pipe: OwnedFd) -> io::Result<Option<i32>> {
+    use std::io::Read;
+    let mut buf = [0u8; 4];
+    let mut got = 0;
+    let mut pipe = std::fs::File::from(pipe);
+    while got < buf.len() {
+        match pipe.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((got == buf.len()).then(|| i32::from_ne_bytes(buf)))
+}
+
 /// Runs `f` (which returns a pid or -1) with every signal blocked in this thread.
 fn with_signals_blocked(f: impl FnOnce() -> c_int) -> io::Result<i32> {
     // SAFETY: sigfillset and pthread_sigmask on sigset_t values owned by this frame.
@@ -228,20 +248,23 @@ fn with_signals_blocked(f: impl FnOnce() -> c_int) -> io::Result<i32> {
     }
 }
 
-/// The child: the set-up of the fork path, then `execve`. On any failure it stores errno
-/// in `error` and exits 127 (the parent reaps it and reports the error).
+/// The child: the set-up of the fork path, then `execve`. On any failure it writes errno
+/// to the report pipe and exits 127 (the parent reaps it and reports the error).
 extern "C" fn child(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the `ChildArgs` of `spawn`, alive and unchanged while this runs.
     let a = unsafe { &*arg.cast::<ChildArgs<'_>>() };
     let fail = |a: &ChildArgs<'_>| -> c_int {
-        a.error.store(
-            io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO),
-            Ordering::SeqCst,
-        );
-        // SAFETY: _exit ends this process without running anything of the daemon's.
-        unsafe { libc::_exit(127) }
+        let errno = io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+            .to_ne_bytes();
+        // SAFETY: write(2) of a 4-byte array on this frame to the report pipe, then _exit,
+        // which ends this process without running anything of the daemon's. A pipe write
+        // of 4 bytes is atomic.
+        unsafe {
+            libc::write(a.report, errno.as_ptr().cast::<c_void>(), errno.len());
+            libc::_exit(127)
+        }
     };
     // SAFETY (whole block): system calls on integers and on pointers prepared by the
     // parent; no allocation, lock or thread-local (module documentation).
@@ -257,7 +280,8 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
             if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
                 continue;
             }
-            if sig == libc::SIGPIPE || old.sa_sigaction != libc::SIG_IGN {
+            let handled = old.sa_sigaction != libc::SIG_IGN && old.sa_sigaction != libc::SIG_DFL;
+            if handled || sig == libc::SIGPIPE {
                 let mut dfl = std::mem::zeroed::<libc::sigaction>();
                 dfl.sa_sigaction = libc::SIG_DFL;
                 libc::sigaction(sig, &dfl, std::ptr::null_mut());
