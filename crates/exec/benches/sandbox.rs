@@ -208,6 +208,31 @@ fn main() {
             p.saturating_sub(p50[n]).as_secs_f64() * 1e3
         );
     }
+    // The parent's share of the confinement, alone: what `Confinement::prepare` and its
+    // drop cost per command (private TMPDIR, Landlock ruleset), without the spawn.
+    let policy = SandboxPolicy {
+        mode: SandboxMode::WorkspaceWrite,
+        network: NetworkMode::Allow,
+        net_mechanism: NetMechanism::Namespace,
+        folder: folder.clone(),
+        home: Some(home.clone()),
+        writable: Vec::new(),
+        readable: Vec::new(),
+    };
+    let mut prep: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let s = Instant::now();
+            let c = shim_exec::confine::Confinement::prepare(&policy)
+                .unwrap_or_else(|e| panic!("prepare: {e}"));
+            drop(c);
+            s.elapsed()
+        })
+        .collect();
+    prep.sort();
+    println!(
+        "  confinement prepare + drop alone (workspace-write) {:>8.3} ms",
+        prep[prep.len() / 2].as_secs_f64() * 1e3
+    );
     let delta = p50[2].saturating_sub(p50[0]);
     println!(
         "  workspace-write + deny within 0.5 ms of off: {} ({:.3} ms)",

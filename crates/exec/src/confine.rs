@@ -172,7 +172,7 @@ pub struct Confinement {
     mode: SandboxMode,
     network: NetworkMode,
     tmpdir: Option<tempfile::TempDir>,
-    ruleset: Option<OwnedFd>,
+    ruleset: Option<Arc<OwnedFd>>,
     seccomp: Option<&'static [libc::sock_filter]>,
     namespaces: Option<&'static SharedNs>,
 }
@@ -291,22 +291,25 @@ impl Confinement {
                     sup.landlock_abi
                 )));
             }
-            let tmp =
-                crate::private_tmp::create().map_err(|e| err("private temporary directory", e))?;
-            let tmp_path = std::fs::canonicalize(tmp.path())
-                .map_err(|e| err("private temporary directory", e))?;
-            let opened = opened_rules(policy)?;
-            let tmp_fd =
-                PathFd::new(&tmp_path).map_err(|e| err("private temporary directory", e))?;
-            let tmp_rule = (tmp_fd, access_of(FsAccess::Write, true));
-            c.ruleset = Some(build_ruleset(
-                opened.iter().chain(std::iter::once(&tmp_rule)),
-                mechanism,
-                true,
-            )?);
+            let mut built = folder_ruleset(policy, mechanism, None)?;
+            let tmp = match crate::private_tmp::create_in(&built.tmp_root) {
+                Ok(t) => t,
+                // The folder's directory went (a /tmp cleaner, a clean stop): a new one, and
+                // a ruleset that grants it.
+                Err(_) => {
+                    built = folder_ruleset(policy, mechanism, Some(&built.tmp_root))?;
+                    crate::private_tmp::create_in(&built.tmp_root)
+                        .map_err(|e| err("private temporary directory", e))?
+                }
+            };
+            c.ruleset = Some(built.ruleset);
             c.tmpdir = Some(tmp);
         } else if mechanism == Some(NetMechanism::Seccomp) && sup.landlock_abi >= 4 {
-            c.ruleset = Some(build_ruleset(std::iter::empty(), mechanism, false)?);
+            c.ruleset = Some(Arc::new(build_ruleset(
+                std::iter::empty(),
+                mechanism,
+                false,
+            )?));
         }
         match mechanism {
             Some(NetMechanism::Namespace) => {
@@ -394,20 +397,35 @@ fn access_of(a: FsAccess, is_dir: bool) -> BitFlags<AccessFs> {
 /// One opened rule: an `O_PATH` descriptor and the rights beneath it.
 type OpenedRule = (PathFd, BitFlags<AccessFs>);
 
-/// What the cached rules were computed from: the canonical policy and the modification
-/// times of the directories listed to hide the home (a new entry in `/tmp` changes it).
+/// What a cached ruleset was built from: the canonical policy and the modification times
+/// of the directories listed to hide the home (a new entry in `/tmp` changes it).
 type CacheKey = (SandboxPolicy, Vec<(PathBuf, i64, i64)>);
 
-/// The rules of `policy` except the private temporary directory, opened. Listing `/`
-/// (and `/tmp` when the home is below it) and opening every entry costs milliseconds, so
-/// the result is kept until the policy or one of the listed directories changes.
-fn opened_rules(policy: &SandboxPolicy) -> Result<Arc<Vec<OpenedRule>>, SandboxError> {
-    static CACHE: std::sync::Mutex<Option<(CacheKey, Arc<Vec<OpenedRule>>)>> =
-        std::sync::Mutex::new(None);
-    let mut canonical = canonical_policy(policy);
-    // The network part does not change the file-system rules.
-    canonical.network = NetworkMode::Allow;
-    canonical.net_mechanism = NetMechanism::Namespace;
+/// A ruleset built for one policy: every rule of [`crate::sandbox::fs_rules`], with write
+/// access to the policy's own directory of command temporary directories
+/// (`private_tmp.rs`) in place of one command's.
+#[derive(Clone)]
+struct Built {
+    ruleset: Arc<OwnedFd>,
+    tmp_root: PathBuf,
+}
+
+/// How many policies (chat folders, network modes) keep a built ruleset.
+const CACHED_POLICIES: usize = 8;
+
+/// The ruleset of `policy`. Listing `/` (and `/tmp` when the home is below it), opening
+/// every entry and adding it as a rule costs about 0.3 ms even for a small `/` (and
+/// milliseconds for a crowded one), so it is built once and kept until the policy or one
+/// of the listed directories changes; a command then only makes its directory in
+/// `tmp_root`. `stale` is a `tmp_root` that can no longer be used: a new one is made and
+/// the ruleset built again.
+fn folder_ruleset(
+    policy: &SandboxPolicy,
+    mechanism: Option<NetMechanism>,
+    stale: Option<&Path>,
+) -> Result<Built, SandboxError> {
+    static CACHE: std::sync::Mutex<Vec<(CacheKey, Built)>> = std::sync::Mutex::new(Vec::new());
+    let canonical = canonical_policy(policy);
     let mut listed: Vec<(PathBuf, i64, i64)> = Vec::new();
     let dev = PathBuf::from("/dev");
     for h in canonical.home.iter().chain(std::iter::once(&dev)) {
@@ -420,19 +438,29 @@ fn opened_rules(policy: &SandboxPolicy) -> Result<Arc<Vec<OpenedRule>>, SandboxE
         }
     }
     let key = (canonical, listed);
-    let mut guard = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((k, rules)) = guard.as_ref()
-        && *k == key
-    {
-        return Ok(rules.clone());
-    }
-    // The temporary directory's rule is added per command: a placeholder here.
-    let placeholder = Path::new("/nonexistent/autogpt-shim-tmp");
-    let mut opened = Vec::new();
-    for r in crate::sandbox::fs_rules(&key.0, placeholder, &list_canonical) {
-        if r.path == placeholder {
-            continue;
+    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    let found = cache.iter().position(|(k, _)| k.0 == key.0);
+    let mut reuse_root = None;
+    if let Some(i) = found {
+        let (k, b) = cache.remove(i);
+        if stale != Some(b.tmp_root.as_path()) {
+            if k == key {
+                // Most recently used last.
+                cache.push((k, b.clone()));
+                return Ok(b);
+            }
+            // Only a listed directory changed: the rules are made again, in the same place.
+            reuse_root = Some(b.tmp_root);
         }
+    }
+    let tmp_root = match reuse_root {
+        Some(r) => r,
+        None => crate::private_tmp::folder_root()
+            .and_then(std::fs::canonicalize)
+            .map_err(|e| err("private temporary directory", e))?,
+    };
+    let mut opened = Vec::new();
+    for r in crate::sandbox::fs_rules(&key.0, &tmp_root, &list_canonical) {
         let Ok(fd) = PathFd::new(&r.path) else {
             // A device or listed path that does not exist here grants nothing.
             continue;
@@ -440,9 +468,13 @@ fn opened_rules(policy: &SandboxPolicy) -> Result<Arc<Vec<OpenedRule>>, SandboxE
         let is_dir = std::fs::metadata(&r.path).is_ok_and(|m| m.is_dir());
         opened.push((fd, access_of(r.access, is_dir)));
     }
-    let opened = Arc::new(opened);
-    *guard = Some((key, opened.clone()));
-    Ok(opened)
+    let ruleset = Arc::new(build_ruleset(opened.iter(), mechanism, true)?);
+    if cache.len() >= CACHED_POLICIES {
+        cache.remove(0);
+    }
+    let built = Built { ruleset, tmp_root };
+    cache.push((key, built.clone()));
+    Ok(built)
 }
 
 fn build_ruleset<'a>(

@@ -56,6 +56,51 @@ async fn workspace_write_confines_writes_and_hides_the_home() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// The ruleset is built once per folder and names the folder's directory of temporary
+/// directories (issue 17): each command still gets a fresh TMPDIR of its own; a command of
+/// another folder cannot write there; and when that directory is removed behind the
+/// daemon's back (a /tmp cleaner), the next command gets a new one that works.
+#[tokio::test]
+async fn temporary_directories_are_per_folder_and_survive_a_tmp_cleaner() {
+    let (a, b) = (sandbox_fixture(), sandbox_fixture());
+    let mode = (
+        SandboxMode::WorkspaceWrite,
+        NetworkMode::Allow,
+        NetMechanism::Namespace,
+    );
+    let (exec_a, exec_b) = (
+        sandboxed(&a, mode.0, mode.1, mode.2),
+        sandboxed(&b, mode.0, mode.1, mode.2),
+    );
+    let tmpdir = |out: &str| std::path::PathBuf::from(out.trim());
+    let (code, first, err) = sh_ok(&exec_a, &a.root, "echo \"$TMPDIR\"").await;
+    assert_eq!(code, 0, "{err}");
+    let (code, second, err) = sh_ok(&exec_a, &a.root, "echo \"$TMPDIR\"").await;
+    assert_eq!(code, 0, "{err}");
+    let (first, second) = (tmpdir(&first), tmpdir(&second));
+    assert_ne!(first, second, "two commands shared one TMPDIR");
+    let folder_dir = first.parent().unwrap().to_owned();
+    assert_eq!(second.parent(), Some(folder_dir.as_path()));
+    assert!(folder_dir.is_dir());
+    // Folder B's command cannot write below folder A's directory.
+    let probe = folder_dir.join("from-b");
+    let (code, _, _) = sh_ok(&exec_b, &b.root, &format!("mkdir '{}'", probe.display())).await;
+    assert_ne!(code, 0);
+    assert!(!probe.exists(), "a command of another folder wrote there");
+    // A cleaner removes A's directory: the next command of A still gets a writable TMPDIR.
+    std::fs::remove_dir_all(&folder_dir).unwrap();
+    let (code, out, err) = sh_ok(
+        &exec_a,
+        &a.root,
+        "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && echo \"$TMPDIR\"",
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let third = tmpdir(out.lines().nth(1).unwrap());
+    assert_ne!(third.parent(), Some(folder_dir.as_path()));
+    assert!(!third.exists(), "{} left behind", third.display());
+}
+
 #[tokio::test]
 async fn read_only_refuses_writes_in_the_folder() {
     let f = sandbox_fixture();
