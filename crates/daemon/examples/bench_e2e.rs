@@ -21,7 +21,8 @@
 //!   attached and activated, each child runtime with its own data connection and 4 mixed
 //!   requests in flight: aggregate throughput, p50 and p99;
 //! * the floors, measured in the same run: a bare tokio-tungstenite echo round trip of a
-//!   `FILE_STAT`-sized text frame over loopback (TCP_NODELAY on both ends), and append +
+//!   `FILE_STAT`-sized text frame over loopback (TCP_NODELAY on both ends), in this process
+//!   and with the server in another process (as the daemon is), and append +
 //!   `fdatasync` of a 300-byte line in the audit log's directory (AUDIT_AUTH_CLI.md 1.11
 //!   step 4 puts one before every audited response), and spawning `true` from a tokio
 //!   runtime with its output piped, as the executor does (the floor of `EXECUTE_COMMAND`);
@@ -409,25 +410,72 @@ async fn sequential(
     Ok(percentiles(&mut samples))
 }
 
+/// Serves one bare tokio-tungstenite echo connection from `listener`.
+async fn echo_server(listener: tokio::net::TcpListener) {
+    let Ok((stream, _)) = listener.accept().await else {
+        return;
+    };
+    let _ = stream.set_nodelay(true);
+    let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
+        return;
+    };
+    while let Some(Ok(m)) = ws.next().await {
+        if m.is_text() && ws.send(m).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Set in the environment of this program started again as the echo server of
+/// [`echo_floor_process`]: it prints its port and serves one connection.
+const ECHO_SERVER_ENV: &str = "BENCH_E2E_ECHO_SERVER";
+
+/// The echo server of [`echo_floor_process`], in this process.
+async fn serve_echo_process() -> Res<()> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    println!("{}", listener.local_addr()?.port());
+    echo_server(listener).await;
+    Ok(())
+}
+
 /// A bare tokio-tungstenite echo server and client on loopback; returns (p50, p99) of
-/// `n` round trips of `frame`.
+/// `n` round trips of `frame`. Both ends share this process's runtime: no process is woken,
+/// often not even another thread.
 async fn echo_floor(n: u64, frame: String) -> Res<(Duration, Duration)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let server = tokio::spawn(async move {
-        let Ok((stream, _)) = listener.accept().await else {
-            return;
-        };
-        let _ = stream.set_nodelay(true);
-        let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
-            return;
-        };
-        while let Some(Ok(m)) = ws.next().await {
-            if m.is_text() && ws.send(m).await.is_err() {
-                return;
-            }
-        }
-    });
+    let server = tokio::spawn(echo_server(listener));
+    let out = echo_client(addr, n, frame).await;
+    server.abort();
+    out
+}
+
+/// [`echo_floor`] with the server in another process (this program started again, with a
+/// multi-thread runtime as the daemon has): every round trip wakes that process and then
+/// this one, as every request to the daemon does.
+async fn echo_floor_process(n: u64, frame: String) -> Res<(Duration, Duration)> {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+        .env(ECHO_SERVER_ENV, "1")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("the echo server has no stdout")?;
+    let mut line = String::new();
+    tokio::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .await?;
+    let port: u16 = line.trim().parse()?;
+    let out = echo_client(std::net::SocketAddr::from(([127, 0, 0, 1], port)), n, frame).await;
+    let _ = child.kill().await;
+    out
+}
+
+async fn echo_client(
+    addr: std::net::SocketAddr,
+    n: u64,
+    frame: String,
+) -> Res<(Duration, Duration)> {
     let stream = tokio::net::TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/"), stream).await?;
@@ -441,7 +489,6 @@ async fn echo_floor(n: u64, frame: String) -> Res<(Duration, Duration)> {
         }
     }
     let _ = ws.close(None).await;
-    server.abort();
     Ok(percentiles(&mut samples))
 }
 
@@ -653,6 +700,8 @@ async fn start_chats(
 #[derive(Default, Clone)]
 struct Run {
     echo: Duration,
+    /// The echo round trip with the server in another process.
+    echo_process: Duration,
     fsync: Duration,
     spawn: Duration,
     spawn_forked: Duration,
@@ -751,6 +800,7 @@ async fn one_run(
         1.0,
         &stat(&format!("{root}/4k.txt")),
     )?;
+    run.echo_process = echo_floor_process(iters, frame.clone()).await?.0;
     run.echo = echo_floor(iters, frame).await?.0;
     run.spawn = spawn_floor(iters, false).await?;
     run.spawn_forked = spawn_floor(iters, true).await?;
@@ -793,6 +843,9 @@ fn verdict(ok: bool) -> &'static str {
 
 #[tokio::main]
 async fn main() -> Res<()> {
+    if std::env::var_os(ECHO_SERVER_ENV).is_some() {
+        return serve_echo_process().await;
+    }
     let bin = std::env::args_os()
         .nth(1)
         .map(PathBuf::from)
@@ -870,6 +923,10 @@ async fn main() -> Res<()> {
     }
     println!("  floors measured in the same runs");
     println!("    echo round trip (tungstenite)      {:>10}", us(echo));
+    println!(
+        "    the same, server in another process {:>9}",
+        us(m(|r| r.echo_process))
+    );
     println!("    append + fdatasync (1.11)          {:>10}", us(fsync));
     println!(
         "    spawn `true`, pipes read (tokio)   {:>10} (posix_spawn), {} (fork: a pre_exec hook)",
@@ -881,6 +938,16 @@ async fn main() -> Res<()> {
         us(m(|r| r.ping))
     );
     println!("  other figures");
+    // The targets' echo floor shares one process; the daemon is another process, so every
+    // request also pays two wake-ups across processes. What each request costs above that.
+    let process_floor = m(|r| r.echo_process) + fsync;
+    println!(
+        "    over the cross-process floors (echo + fdatasync = {}): PING {}, FILE_STAT {}, FILE_READ {}",
+        us(process_floor),
+        us(m(|r| r.ping).saturating_sub(m(|r| r.echo_process))),
+        us(m(|r| r.stat).saturating_sub(process_floor)),
+        us(m(|r| r.read).saturating_sub(process_floor)),
+    );
     println!(
         "    FILE_WRITE 64 KiB p50, one in flight {:>8}",
         us(m(|r| r.write))
