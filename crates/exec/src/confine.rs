@@ -470,7 +470,9 @@ fn folder_ruleset(
     }
     let ruleset = Arc::new(build_ruleset(opened.iter(), mechanism, true)?);
     if cache.len() >= CACHED_POLICIES {
-        cache.remove(0);
+        let (_, evicted) = cache.remove(0);
+        // Removed only when empty: a command of that policy may still be running in it.
+        let _ = std::fs::remove_dir(&evicted.tmp_root);
     }
     let built = Built { ruleset, tmp_root };
     cache.push((key, built.clone()));
