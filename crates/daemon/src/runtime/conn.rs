@@ -750,11 +750,22 @@ impl Runtime {
             ConnEnd::Error { .. } | ConnEnd::Forbidden => Some((codes::GOING_AWAY, String::new())),
             _ => None,
         };
+        let closing = close.is_some();
         if let Some((code, reason)) = close {
             let _ = conn.out.send(Out::Close(code, reason));
         }
         drop(conn);
         let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+        if closing {
+            // RFC 6455 7.1.1: read on until the platform answers the Close (or the socket
+            // ends), so that the connection ends with a FIN. Exiting with the platform's
+            // last requests unread ends it with a reset instead, and a reset can make the
+            // platform lose the Close frame it had not read yet (the 1011 of 1.19).
+            let _ = tokio::time::timeout(CLOSE_REPLY_WAIT, async {
+                while !matches!(next_data(&mut stream).await, Inbound::Closed(_)) {}
+            })
+            .await;
+        }
         let reason = match &end {
             ConnEnd::Clean => "clean_exit".to_owned(),
             ConnEnd::Error { .. } | ConnEnd::Forbidden => "loop_error: connection lost".to_owned(),
@@ -914,6 +925,9 @@ fn gate_refusal_unaudited(ty: MessageType) -> bool {
         )
     )
 }
+
+/// How long a closing connection waits for the platform to answer its Close frame.
+const CLOSE_REPLY_WAIT: Duration = Duration::from_secs(1);
 
 fn pong_wait(since: Option<Instant>, timeout: Duration) -> Duration {
     since.map_or(timeout, |s| timeout.saturating_sub(s.elapsed()))
