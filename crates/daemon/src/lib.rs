@@ -131,7 +131,10 @@ pub fn run(cli: Cli) -> u8 {
                     return EXIT_FAIL;
                 }
             };
-            rt.block_on(async move {
+            // The daemon runs as a task on the runtime's workers, not on this thread: a
+            // connection's reader then spawns each request's task onto its own worker
+            // (tokio's LIFO slot) instead of waking another thread for it (issue 17).
+            let daemon = async move {
                 let shutdown = tokio_util::sync::CancellationToken::new();
                 spawn_signal_handler(shutdown.clone());
                 let store = match shim_auth::open_store_from_env() {
@@ -159,6 +162,16 @@ pub fn run(cli: Cli) -> u8 {
                     Err(e) => {
                         let _ = writeln!(std::io::stderr(), "{e}");
                         e.exit_code()
+                    }
+                }
+            };
+            rt.block_on(async move {
+                match tokio::spawn(daemon).await {
+                    Ok(code) => code,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(e) => {
+                        let _ = writeln!(std::io::stderr(), "the daemon's task ended: {e}");
+                        EXIT_FAIL
                     }
                 }
             })
