@@ -281,6 +281,18 @@ fn fsync_floor(dir: &Path, n: u64) -> Res<(Duration, Duration)> {
     Ok(percentiles(&mut samples))
 }
 
+/// How this machine's CPUs idle (Linux): a virtual machine whose idle CPUs halt at once
+/// (`haltpoll` with `guest_halt_poll_ns` 0) pays a hypervisor exit for every wake-up of a
+/// thread that another thread or an interrupt wakes, and a request's path has several
+/// (found for issue 17: about 180 µs of `FILE_STAT`'s p50 on this machine kind).
+fn cpu_idle() -> Option<String> {
+    let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned());
+    let driver = read("/sys/devices/system/cpu/cpuidle/current_driver")?;
+    let poll = read("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+        .map_or_else(String::new, |ns| format!(", guest halt-polling {ns} ns"));
+    Some(format!("CPU idle driver: {driver}{poll}"))
+}
+
 /// The machine's CPU time so far (`/proc/stat`, all CPUs): (busy, total) in clock ticks.
 fn machine_ticks() -> Res<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat")?;
@@ -917,6 +929,9 @@ async fn main() -> Res<()> {
     println!(
         "medians of {runs} runs ({iters} sequential requests per kind, {secs} s per throughput phase, 4 in flight per connection)"
     );
+    if let Some(idle) = cpu_idle() {
+        println!("  {idle}");
+    }
     println!("  start to HELLO received, median of {starts}");
     for (name, took) in &start_rows {
         println!("    {name:<36} {:>7.1} ms", took.as_secs_f64() * 1e3);
