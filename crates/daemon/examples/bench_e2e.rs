@@ -989,6 +989,16 @@ async fn main() -> Res<()> {
         pct(|r| r.chats_cpu.busy),
         r(|r| r.chats_cpu.daemon_us_per_request),
     );
+    // The daemon and the peer share this machine's CPUs: if one connection keeps a share
+    // `busy` of them busy, 8 chats at the same CPU cost a request reach at most 1/busy of
+    // its rate, however well the daemon scales.
+    let busy = median_by(&all, |r| r.mixed_cpu.busy);
+    if busy > 0.0 {
+        println!(
+            "    most the 8 chats can reach at one connection's CPU cost a request: {:.2} x one connection",
+            1.0 / busy
+        );
+    }
     println!(
         "    loaded peak RSS (VmHWM)            {:>10}",
         mib(median_by(&all, |r| r.loaded_hwm_kib))
