@@ -400,6 +400,7 @@ impl Runtime {
                     let _ = sink
                         .send(close_msg(codes::BAD_HELLO, "HELLO payload too large"))
                         .await;
+                    await_close_reply(&mut stream).await;
                     return ConnEnd::Terminal(Outcome::Failed(DaemonError::Protocol(format!(
                         "cannot send HELLO: {e}"
                     ))));
@@ -416,6 +417,7 @@ impl Runtime {
             () = self.stop.cancelled() => return ConnEnd::Terminal(Outcome::Stopped),
             () = self.machine.shutdown.cancelled() => {
                 let _ = sink.send(close_msg(codes::NORMAL, "")).await;
+                await_close_reply(&mut stream).await;
                 return ConnEnd::Terminal(Outcome::Stopped);
             }
         };
@@ -470,6 +472,7 @@ impl Runtime {
                 tracing::error!(code = refusal.code, reason = %refusal.reason, "refusing HELLO_ACK");
                 let _ = sink.send(close_msg(refusal.code, &refusal.reason)).await;
                 let _ = sink.close().await;
+                await_close_reply(&mut stream).await;
                 return ConnEnd::Terminal(match refusal.code {
                     codes::FORBIDDEN => Outcome::Failed(DaemonError::Auth(format!(
                         "the platform's HELLO_ACK names another session ({})",
@@ -757,14 +760,7 @@ impl Runtime {
         drop(conn);
         let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
         if closing {
-            // RFC 6455 7.1.1: read on until the platform answers the Close (or the socket
-            // ends), so that the connection ends with a FIN. Exiting with the platform's
-            // last requests unread ends it with a reset instead, and a reset can make the
-            // platform lose the Close frame it had not read yet (the 1011 of 1.19).
-            let _ = tokio::time::timeout(CLOSE_REPLY_WAIT, async {
-                while !matches!(next_data(&mut stream).await, Inbound::Closed(_)) {}
-            })
-            .await;
+            await_close_reply(&mut stream).await;
         }
         let reason = match &end {
             ConnEnd::Clean => "clean_exit".to_owned(),
@@ -928,6 +924,17 @@ fn gate_refusal_unaudited(ty: MessageType) -> bool {
 
 /// How long a closing connection waits for the platform to answer its Close frame.
 const CLOSE_REPLY_WAIT: Duration = Duration::from_secs(1);
+
+/// After sending a Close: reads on (discarding) until the platform answers it or the socket
+/// ends, for at most [`CLOSE_REPLY_WAIT`] (RFC 6455 7.1.1), so that the connection ends with
+/// a FIN. Going with the platform's last frames unread ends it with a reset instead, and a
+/// reset can make the platform lose the Close frame, and its code, that it had not read yet.
+async fn await_close_reply(stream: &mut WsSource) {
+    let _ = tokio::time::timeout(CLOSE_REPLY_WAIT, async {
+        while !matches!(next_data(stream).await, Inbound::Closed(_)) {}
+    })
+    .await;
+}
 
 fn pong_wait(since: Option<Instant>, timeout: Duration) -> Duration {
     since.map_or(timeout, |s| timeout.saturating_sub(s.elapsed()))
