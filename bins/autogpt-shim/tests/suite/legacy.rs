@@ -408,6 +408,44 @@ async fn overload_with_max_concurrent_4_and_edge_status() {
     drop(child);
 }
 
+/// File requests are answered by the thread that wrote their audit record, before their
+/// task runs again; the request's slot must be free by then, or a platform that sends the
+/// next request as soon as an answer arrives would be told `SHIM_OVERLOADED`.
+#[tokio::test]
+async fn file_requests_kept_at_max_concurrent_are_never_refused() {
+    let env = Env::new(PeerConfig::default()).await;
+    let child = env.start_legacy(SID, &[]);
+    let conn = std::sync::Arc::new(env.next().await);
+    let mut lanes = Vec::new();
+    for lane in 0..4 {
+        let (conn, root) = (conn.clone(), env.root_str().to_owned());
+        lanes.push(tokio::spawn(async move {
+            let mut caps = Vec::new();
+            for i in 0..150 {
+                let m = match i % 3 {
+                    0 => stat(&root),
+                    1 => write(&format!("{root}/lane{lane}.txt"), "x"),
+                    _ => read(&format!("{root}/lane{lane}.txt")),
+                };
+                let r = conn.request(m, T).await.unwrap();
+                assert!(
+                    !matches!(r.frame.message, Message::Error(_)),
+                    "lane {lane} request {i}: {:?}",
+                    r.frame.message
+                );
+                caps.push(r.frame.pending_capacity.unwrap());
+            }
+            caps
+        }));
+    }
+    for lane in lanes {
+        let caps = lane.await.unwrap();
+        assert!(caps.iter().all(|c| (0..=4).contains(c)), "{caps:?}");
+    }
+    env.assert_no_violations();
+    drop(child);
+}
+
 #[tokio::test]
 async fn reconnects_after_1011_with_a_fresh_hello() {
     let env = Env::new(PeerConfig::default()).await;

@@ -5,8 +5,8 @@
 //! happens. [`Blocking`] hands the result of such work to a detached task when the awaiting
 //! request is dropped first, so that the operation is still audited (JAIL_FILES_EXEC.md 12.10
 //! states the rule for commands; it holds for every operation that touched the machine).
-//! Work that writes its own audit record on the same thread (the data plane's file
-//! operations, [`Blocking::spawn_watched`]) asks its [`Waiter`] whether the request has gone,
+//! Work that writes its own audit record on the same thread (hardware operations,
+//! [`Blocking::spawn_watched`]) asks its [`Waiter`] whether the request has gone,
 //! so that the record says `cancelled`; its `on_cancel` then only covers work that never
 //! produced a record.
 

@@ -47,6 +47,7 @@ use crate::error::DaemonError;
 use crate::runtime::auditor::AuditFailed;
 use crate::runtime::auditor::Auditor;
 use crate::runtime::data::DataPlane;
+use crate::runtime::data::Finish;
 use crate::runtime::handshake;
 use crate::runtime::handshake::LocalLimits;
 use crate::runtime::handshake::Negotiated;
@@ -134,10 +135,32 @@ struct Conn {
     counters: Mutex<Counters>,
     sem: Arc<Semaphore>,
     out: mpsc::UnboundedSender<Out>,
+    /// The socket's sending half, shared by the writer task and [`Conn::write_blocking`].
+    wire: Arc<Wire>,
     started: Instant,
     data: Option<DataPlane>,
     /// After `SESSION_REVOKED` nothing more is sent.
     silenced: Arc<AtomicBool>,
+    /// Set when the connection's requests are cancelled (it ends, or the session was
+    /// revoked): a file operation still running then records itself `cancelled` and is not
+    /// answered.
+    ended: AtomicBool,
+}
+
+/// The sending half of a connection's socket. The writer task sends what the connection's
+/// tasks queue; a blocking-pool thread that has a response ready sends it here directly
+/// ([`Conn::write_blocking`]), so the response does not wait for a worker to wake up first.
+struct Wire {
+    sink: tokio::sync::Mutex<WsSink>,
+    /// Set, under the lock, when the Close frame is sent: nothing follows it.
+    closed: AtomicBool,
+}
+
+/// The frame answering request `id` with `msg`.
+fn response_text(id: &str, msg: &Message, pc: Option<u32>) -> Option<String> {
+    frame::encode_shim_response(id, now_ts(), pc, msg)
+        .map_err(|e| tracing::error!(error = %e, "cannot encode a response"))
+        .ok()
 }
 
 fn now_ts() -> f64 {
@@ -152,6 +175,21 @@ impl Conn {
         self.negotiated.limits.max_concurrent
     }
 
+    /// Cancels every request of this connection (PROTOCOL.md 2.6): aborts their tasks, and
+    /// tells file operations already on a blocking thread that nobody awaits them.
+    fn cancel_requests(&self, tasks: &mut JoinSet<()>) {
+        self.ended.store(true, Ordering::SeqCst);
+        tasks.abort_all();
+    }
+
+    /// The chat of a data connection; `None` on the control connection.
+    fn session_id(&self) -> Option<&str> {
+        match &self.rt.role {
+            Role::Data { session_id, .. } => Some(session_id.as_str()),
+            Role::Control => None,
+        }
+    }
+
     fn capacity(&self) -> u32 {
         let c = self.counters.lock().map(|c| *c).unwrap_or_default();
         self.max()
@@ -162,14 +200,37 @@ impl Conn {
         let _ = self.out.send(Out::Text(text));
     }
 
+    /// Sends `text` from a blocking-pool thread, on this thread, now; never call it on a
+    /// runtime worker (it blocks until the socket takes the frame). Nothing is sent after
+    /// the Close frame or `SESSION_REVOKED`.
+    fn write_blocking(&self, text: String) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return self.send(text);
+        };
+        rt.block_on(async {
+            let mut sink = self.wire.sink.lock().await;
+            if self.wire.closed.load(Ordering::SeqCst) || self.silenced.load(Ordering::SeqCst) {
+                return;
+            }
+            // A failed send ends the connection; the reader sees that and reconnects.
+            let _ = sink.send(tungstenite::Message::text(text)).await;
+        });
+    }
+
     fn send_response(&self, id: &str, msg: &Message, pc: Option<u32>) {
-        match frame::encode_shim_response(id, now_ts(), pc, msg) {
-            Ok(t) => self.send(t),
-            Err(e) => tracing::error!(error = %e, "cannot encode a response"),
+        if let Some(t) = response_text(id, msg, pc) {
+            self.send(t);
         }
     }
 
     fn send_status(&self) {
+        if let Some(t) = self.status_text() {
+            self.send(t);
+        }
+    }
+
+    /// A `STATUS` frame with the counters as they are now.
+    fn status_text(&self) -> Option<String> {
         let c = self.counters.lock().map(|c| *c).unwrap_or_default();
         let status = Message::Status(Status {
             in_flight: c.in_flight,
@@ -179,9 +240,7 @@ impl Conn {
             uptime_seconds: (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         });
         let id = uuid::Uuid::new_v4().to_string();
-        if let Ok(t) = frame::encode_shim(&id, now_ts(), Some(self.capacity()), &status) {
-            self.send(t);
-        }
+        frame::encode_shim(&id, now_ts(), Some(self.capacity()), &status).ok()
     }
 
     /// Admission (3.5 step 5): `true` if admitted.
@@ -633,7 +692,11 @@ impl Runtime {
     async fn serve(&self, sink: WsSink, mut stream: WsSource, negotiated: Negotiated) -> ConnEnd {
         let (out_tx, out_rx) = mpsc::unbounded_channel();
         let silenced = Arc::new(AtomicBool::new(false));
-        let writer = tokio::spawn(write_loop(sink, out_rx, silenced.clone()));
+        let wire = Arc::new(Wire {
+            sink: tokio::sync::Mutex::new(sink),
+            closed: AtomicBool::new(false),
+        });
+        let writer = tokio::spawn(write_loop(wire.clone(), out_rx, silenced.clone()));
         let data = match (&self.role, &self.jail) {
             (Role::Data { session_id, .. }, Some(jail)) => {
                 let mut cfg = ExecConfig::from_process(self.machine.settings.enable_shell);
@@ -670,9 +733,11 @@ impl Runtime {
             negotiated,
             counters: Mutex::new(Counters::default()),
             out: out_tx,
+            wire,
             started: Instant::now(),
             data,
             silenced: silenced.clone(),
+            ended: AtomicBool::new(false),
         });
         if let Ok(mut a) = self.activity.lock() {
             *a = Instant::now();
@@ -697,7 +762,7 @@ impl Runtime {
                     Inbound::Closed(code) => {
                         break match code.map(shim_protocol::close::classify) {
                             Some(CloseAction::Fatal(f)) => {
-                                tasks.abort_all();
+                                conn.cancel_requests(&mut tasks);
                                 self.revoked_by_close(f).await
                             }
                             Some(CloseAction::CleanReconnect) => ConnEnd::Clean,
@@ -740,7 +805,7 @@ impl Runtime {
             }
         };
         // Cancel everything still running on this connection (2.6): responses are never sent.
-        tasks.abort_all();
+        conn.cancel_requests(&mut tasks);
         while tasks.join_next().await.is_some() {}
         let close = match &end {
             ConnEnd::Terminal(Outcome::Stopped) => Some((codes::NORMAL, String::new())),
@@ -810,7 +875,7 @@ impl Runtime {
             Message::SessionRevoked(r) => {
                 // 11: no further frames, audit, close 4428, stop.
                 conn.silenced.store(true, Ordering::SeqCst);
-                tasks.abort_all();
+                conn.cancel_requests(tasks);
                 let mut d = Map::new()
                     .with("reason", r.reason.as_str())
                     .with("source", "frame");
@@ -949,54 +1014,102 @@ async fn run_request(conn: Arc<Conn>, f: Frame) {
         c.queue_depth = c.queue_depth.saturating_sub(1);
         c.in_flight += 1;
     }
-    let sid = match &conn.rt.role {
-        Role::Data { session_id, .. } => Some(session_id.as_str()),
-        Role::Control => None,
-    };
     let ty = f.message_type();
     let op = conn.rt.machine.status.operation(
-        sid,
+        conn.session_id(),
         &f.id,
         ty.as_str(),
         summary(&f.message),
         matches!(f.message, Message::ExecuteCommand(_)),
     );
-    let result = handle(&conn, &f.id, f.message, op.cancelled()).await;
-    drop(op);
-    if let Ok(Some(Message::ScreenshotResponse(p))) = &result {
-        conn.rt
-            .machine
-            .status
-            .set_screenshot(&p.mime_type, &p.image_base64);
+    let cancel = op.cancelled().clone();
+    let mut reply = Some(Reply {
+        conn: conn.clone(),
+        id: f.id.clone(),
+        ty,
+        op,
+        permit,
+        work: None,
+    });
+    let result = handle(&conn, &f.id, f.message, &cancel, &mut reply).await;
+    // `None` when a file operation took the reply to its blocking thread.
+    if let Some(r) = reply {
+        r.finish(result, Conn::send);
     }
-    if let Ok(Some(Message::Error(e))) = &result {
-        conn.rt
-            .machine
-            .status
-            .error(sid, ty.as_str(), e.code.as_str(), &e.message);
+}
+
+/// Step 11 of 3.5 for one admitted request, once its handler has a result: end its entry on
+/// the board, free its slot, send its response. The request's task runs it, except for a
+/// file request: the blocking-pool thread that ran the operation and made its audit record
+/// durable also answers it ([`Finish::answer_blocking`]), so the response leaves without
+/// waiting for a worker thread to wake up, and the request costs no wake-up after it.
+struct Reply {
+    conn: Arc<Conn>,
+    id: String,
+    ty: MessageType,
+    op: crate::runtime::board::OpGuard,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    /// The machine-wide work permit (10.3) of a child's request, held until it is answered.
+    work: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Finish for Reply {
+    fn id(&self) -> &str {
+        &self.id
     }
-    drop(permit);
-    let edge = {
-        let Ok(mut c) = conn.counters.lock() else {
+
+    fn cancelled(&self) -> bool {
+        self.conn.ended.load(Ordering::SeqCst)
+    }
+
+    fn answer_blocking(self, result: Result<Option<Message>, AuditFailed>) {
+        self.finish(result, Conn::write_blocking);
+    }
+}
+
+impl Reply {
+    /// Finishes the request with `result` (`Ok(None)`: nothing to answer; `Err`: the audit
+    /// writer failed, so nothing may be sent), sending with `send`.
+    fn finish(self, result: Result<Option<Message>, AuditFailed>, send: fn(&Conn, String)) {
+        let Reply {
+            conn,
+            id,
+            ty,
+            op,
+            permit,
+            work,
+        } = self;
+        drop((op, work));
+        let status = &conn.rt.machine.status;
+        if let Ok(Some(Message::ScreenshotResponse(p))) = &result {
+            status.set_screenshot(&p.mime_type, &p.image_base64);
+        }
+        if let Ok(Some(Message::Error(e))) = &result {
+            status.error(conn.session_id(), ty.as_str(), e.code.as_str(), &e.message);
+        }
+        drop(permit);
+        let edge = {
+            let Ok(mut c) = conn.counters.lock() else {
+                return;
+            };
+            let edge = c.pending >= conn.max() || c.in_flight == conn.max();
+            c.in_flight = c.in_flight.saturating_sub(1);
+            c.pending = c.pending.saturating_sub(1);
+            edge
+        };
+        let Ok(response) = result else {
+            // The audit writer failed: nothing may be sent; the runtime is stopping.
             return;
         };
-        let edge = c.pending >= conn.max() || c.in_flight == conn.max();
-        c.in_flight = c.in_flight.saturating_sub(1);
-        c.pending = c.pending.saturating_sub(1);
-        edge
-    };
-    let Ok(response) = result else {
-        // The audit writer failed: nothing may be sent; the runtime is stopping.
-        return;
-    };
-    if conn.silenced.load(Ordering::SeqCst) {
-        return;
-    }
-    if let Some(msg) = response {
-        conn.send_response(&f.id, &msg, Some(conn.capacity()));
-    }
-    if edge {
-        conn.send_status();
+        if conn.silenced.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(t) = response.and_then(|m| response_text(&id, &m, Some(conn.capacity()))) {
+            send(&conn, t);
+        }
+        if edge && let Some(t) = conn.status_text() {
+            send(&conn, t);
+        }
     }
 }
 
@@ -1034,6 +1147,7 @@ async fn handle(
     id: &str,
     message: Message,
     cancel: &CancellationToken,
+    reply: &mut Option<Reply>,
 ) -> Result<Option<Message>, AuditFailed> {
     let ty = message.message_type();
     let rt = &conn.rt;
@@ -1107,28 +1221,39 @@ async fn handle(
         None
     };
     let r = match message {
-        Message::FileRead(p) => data.read(id, p).await,
-        Message::FileWrite(p) => data.write(id, p).await,
-        Message::FileStat(p) => data.stat(id, p).await,
-        Message::FileList(p) => data.list(id, p).await,
-        Message::FileDelete(p) => data.delete(id, p).await,
-        Message::FileMove(p) => data.rename(id, p).await,
-        Message::ExecuteCommand(p) => data.execute(id, p, cancel).await,
+        m @ (Message::FileRead(_)
+        | Message::FileWrite(_)
+        | Message::FileStat(_)
+        | Message::FileList(_)
+        | Message::FileDelete(_)
+        | Message::FileMove(_)) => {
+            // The blocking thread that runs the operation answers it (see `Reply`).
+            if let Some(mut r) = reply.take() {
+                r.work = work;
+                data.start_file_op(m, r);
+            }
+            return Ok(None);
+        }
+        Message::ExecuteCommand(p) => data.execute(id, p, cancel).await.map(Some),
         Message::LocalLlmCompletion(p) => {
             // Chunks carry the request id and `pending_capacity: null` (8.4).
             let chunk = |m: Message| conn.send_response(id, &m, None);
-            crate::runtime::llm::complete(&rt.machine.llm, &rt.llm, &rt.audit, id, p, &chunk).await
+            crate::runtime::llm::complete(&rt.machine.llm, &rt.llm, &rt.audit, id, p, &chunk)
+                .await
+                .map(Some)
         }
         m if crate::runtime::hw::is_hw(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;
             let n = &conn.negotiated;
-            crate::runtime::hw::handle(&rt.machine.hw, &rt.hw, &rt.audit, n, max, id, m).await
+            crate::runtime::hw::handle(&rt.machine.hw, &rt.hw, &rt.audit, n, max, id, m)
+                .await
+                .map(Some)
         }
         m if crate::runtime::cu::is_cu(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;
             match crate::runtime::cu::handle(&rt.machine.cu, &rt.cu, &rt.audit, max, id, &m).await {
-                Some(r) => r,
-                None => Ok(crate::runtime::cu::not_enabled()),
+                Some(r) => r.map(Some),
+                None => Ok(Some(crate::runtime::cu::not_enabled())),
             }
         }
         _ => {
@@ -1137,14 +1262,14 @@ async fn handle(
             rt.audit
                 .refusal(ty.as_str(), id, &ErrorCode::CapabilityNotGranted)
                 .await?;
-            Ok(error_msg(
+            Ok(Some(error_msg(
                 ErrorCode::CapabilityNotGranted,
                 &format!("{} is not enabled on this machine.", cap_label(&cap)),
-            ))
+            )))
         }
     };
     drop(work);
-    r.map(Some)
+    r
 }
 
 fn cap_label(cap: &Capability) -> &str {
@@ -1190,11 +1315,12 @@ async fn next_data(stream: &mut WsSource) -> Inbound {
 }
 
 async fn write_loop(
-    mut sink: WsSink,
+    wire: Arc<Wire>,
     mut rx: mpsc::UnboundedReceiver<Out>,
     silenced: Arc<AtomicBool>,
 ) {
     while let Some(o) = rx.recv().await {
+        let mut sink = wire.sink.lock().await;
         let r = match o {
             Out::Text(t) => {
                 if silenced.load(Ordering::SeqCst) {
@@ -1207,6 +1333,7 @@ async fn write_loop(
                     .await
             }
             Out::Close(code, reason) => {
+                wire.closed.store(true, Ordering::SeqCst);
                 let _ = sink.send(close_msg(code, &reason)).await;
                 let _ = sink.close().await;
                 break;

@@ -47,8 +47,21 @@ use crate::runtime::approvals::Answer;
 use crate::runtime::approvals::Approvals;
 use crate::runtime::auditor::AuditFailed;
 use crate::runtime::auditor::Auditor;
-use crate::runtime::blocking::Blocking;
 use tokio_util::sync::CancellationToken;
+
+/// The end of one file request, handed to the blocking thread that runs it, which answers
+/// from there (the connection implements it).
+pub(crate) trait Finish: Send + 'static {
+    /// The request's id.
+    fn id(&self) -> &str;
+    /// Whether the request was cancelled (its connection ended): its operation is recorded
+    /// `cancelled` and not answered.
+    fn cancelled(&self) -> bool;
+    /// Finishes the request on this blocking-pool thread (never a runtime worker):
+    /// `Ok(Some)` answers, `Ok(None)` only frees its slot, `Err` (the audit writer failed)
+    /// sends nothing.
+    fn answer_blocking(self, result: Result<Option<Message>, AuditFailed>);
+}
 
 /// What a data connection needs to serve requests.
 #[derive(Debug, Clone)]
@@ -76,42 +89,38 @@ fn error(code: ErrorCode, message: impl Into<String>) -> Message {
 }
 
 /// What a failed jail operation names: the path the request gave, or both paths of a move.
-#[derive(Debug, Clone, Copy)]
-enum Target<'a> {
+#[derive(Debug, Clone)]
+enum Target {
     /// One requested path.
-    Path(&'a str),
+    Path(String),
     /// `FILE_MOVE`'s `src` and `dst`.
-    Move { src: &'a str, dst: &'a str },
+    Move { src: String, dst: String },
 }
 
-impl Target<'_> {
+impl Target {
     /// The raw path recorded in a `JAIL_VIOLATION` record.
-    fn audit_path(self) -> String {
+    fn audit_path(&self) -> String {
         match self {
-            Target::Path(p) => p.to_owned(),
+            Target::Path(p) => p.clone(),
             Target::Move { src, dst } => format!("{src} -> {dst}"),
         }
     }
 
     /// The wire `ERROR`; `PATH_*` codes carry the requested path(s) in `details`.
-    fn error(self, code: ErrorCode, text: String) -> Message {
+    fn error(&self, code: ErrorCode, text: String) -> Message {
         if !code.as_str().starts_with("PATH_") {
             return error(code, text);
         }
         let payload = match self {
-            Target::Path(path) => ErrorPayload::with_details(
-                code,
-                text,
-                &PathDetails {
-                    path: path.to_owned(),
-                },
-            ),
+            Target::Path(path) => {
+                ErrorPayload::with_details(code, text, &PathDetails { path: path.clone() })
+            }
             Target::Move { src, dst } => ErrorPayload::with_details(
                 code,
                 text,
                 &MovePathDetails {
-                    src: src.to_owned(),
-                    dst: dst.to_owned(),
+                    src: src.clone(),
+                    dst: dst.clone(),
                 },
             ),
         };
@@ -147,18 +156,6 @@ fn jail_record(
     }
 }
 
-/// The record of an operation that failed with `e` before it could say what it did: `op`
-/// (or `JAIL_VIOLATION`) naming only the requested path.
-fn failed_record(
-    op: &'static str,
-    started: Instant,
-    e: &JailError,
-    path: String,
-) -> (&'static str, Map, AuditResult) {
-    let named = Map::new().with("path", path.as_str());
-    jail_record(op, started, Some(e), || path, || named)
-}
-
 fn internal(e: impl std::fmt::Display) -> JailError {
     JailError::Internal(format!("file operation failed: {e}"))
 }
@@ -171,76 +168,70 @@ fn wire_encoding(e: JailEncoding) -> ContentEncoding {
 }
 
 impl DataPlane {
-    /// Runs one jail operation and writes its audit record (AUDIT_AUTH_CLI.md 1.7) on one
-    /// blocking-pool thread, then builds the response: the request crosses one hand-off, and
-    /// the record is durable before the response exists.
+    /// Starts file request `m` (`FILE_*`); the blocking thread that runs it answers it
+    /// through `reply`.
+    pub(crate) fn start_file_op(&self, m: Message, reply: impl Finish) {
+        match m {
+            Message::FileRead(p) => self.read(p, reply),
+            Message::FileWrite(p) => self.write(p, reply),
+            Message::FileStat(p) => self.stat(p, reply),
+            Message::FileList(p) => self.list(p, reply),
+            Message::FileDelete(p) => self.delete(p, reply),
+            Message::FileMove(p) => self.rename(p, reply),
+            other => {
+                let text = format!("{} is not a file request", other.message_type().as_str());
+                reply.answer_blocking(Ok(Some(error(ErrorCode::InternalError, text))));
+            }
+        }
+    }
+
+    /// Runs one jail operation, writes its audit record (AUDIT_AUTH_CLI.md 1.7) and answers
+    /// the request, all on one blocking-pool thread: the request crosses one hand-off, the
+    /// record is durable before the response exists, and the response leaves from the
+    /// thread that made it so.
     ///
     /// `details(Some(&out))` gives the record of a success, `details(None)` that of a failure;
     /// a jail violation is recorded as `JAIL_VIOLATION` instead of `op` (1.8). If the request
-    /// is cancelled while the operation runs, the operation still happens and its record is
-    /// marked `cancelled`.
-    async fn run_jail_op<T: Send + 'static>(
+    /// is cancelled while the operation runs, the operation still happens, its record is
+    /// marked `cancelled`, and nothing is answered (PROTOCOL.md 2.6).
+    fn run_jail_op<T: Send + 'static>(
         &self,
         op: &'static str,
-        id: &str,
-        target: Target<'_>,
+        target: Target,
+        reply: impl Finish,
         run: impl FnOnce(&JailRoot) -> Result<T, JailError> + Send + 'static,
         details: impl FnOnce(Option<&T>) -> Map + Send + 'static,
-        respond: impl FnOnce(T) -> Message,
-    ) -> Result<Message, AuditFailed> {
+        respond: impl FnOnce(T) -> Message + Send + 'static,
+    ) {
         let started = Instant::now();
-        let jail = self.jail.clone();
-        let (audit, owned_id, path) = (self.audit.clone(), id.to_owned(), target.audit_path());
-        let (cancel_audit, cancel_id, cancel_path) =
-            (audit.clone(), owned_id.clone(), path.clone());
-        let job = Blocking::spawn_watched(
-            move |waiter| {
-                let outcome = run(&jail);
-                let (op, mut d, r) = jail_record(
-                    op,
-                    started,
-                    outcome.as_ref().err(),
-                    || path,
-                    || details(outcome.as_ref().ok()),
-                );
-                if waiter.gone() {
-                    // The request is gone but the operation happened: record it as cancelled.
-                    d.insert("cancelled", true);
-                }
-                let audited = audit.op_blocking(op, Some(&owned_id), d, r);
-                (outcome, audited)
-            },
-            // Only reached with a record already written, or when the work never produced
-            // one (it panicked): then record the failure, marked cancelled.
-            move |r| async move {
-                if let Err(e) = r {
-                    let (op, d, r) = failed_record(op, started, &internal(e), cancel_path);
-                    let _ = cancel_audit
-                        .op(op, Some(&cancel_id), d.with("cancelled", true), r)
-                        .await;
-                }
-            },
-        );
-        let outcome = match job.join().await {
-            Ok((outcome, audited)) => {
-                audited?;
-                outcome
+        let (jail, audit) = (self.jail.clone(), self.audit.clone());
+        // Detached: the thread finishes the request whatever happens to its task.
+        drop(tokio::task::spawn_blocking(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&jail)))
+                .unwrap_or_else(|_| Err(internal("the operation panicked")));
+            let (rec_op, mut d, r) = jail_record(
+                op,
+                started,
+                outcome.as_ref().err(),
+                || target.audit_path(),
+                || details(outcome.as_ref().ok()),
+            );
+            let cancelled = reply.cancelled();
+            if cancelled {
+                // The request is gone but the operation happened: record it as cancelled.
+                d.insert("cancelled", true);
             }
-            Err(e) => {
-                let e = internal(e);
-                let (rec_op, d, r) = failed_record(op, started, &e, target.audit_path());
-                self.audit.op(rec_op, Some(id), d, r).await?;
-                Err(e)
-            }
-        };
-        Ok(match outcome {
-            Ok(out) => respond(out),
-            Err(e) => target.error(e.code(), e.to_string()),
-        })
+            let audited = audit.op_blocking(rec_op, Some(reply.id()), d, r);
+            let msg = match outcome {
+                Ok(out) => respond(out),
+                Err(e) => target.error(e.code(), e.to_string()),
+            };
+            reply.answer_blocking(audited.map(|()| (!cancelled).then_some(msg)));
+        }));
     }
 
     /// `FILE_READ` → `FILE_CONTENTS`.
-    pub(crate) async fn read(&self, id: &str, p: FileRead) -> Result<Message, AuditFailed> {
+    fn read(&self, p: FileRead, reply: impl Finish) {
         let opts = ReadOptions {
             format: if p.is_text() {
                 JailReadFormat::Text
@@ -253,8 +244,8 @@ impl DataPlane {
         let (path, asked) = (p.path.clone(), p.clone());
         self.run_jail_op(
             "FILE_READ",
-            id,
-            Target::Path(&p.path),
+            Target::Path(p.path.clone()),
+            reply,
             move |jail| jail.read(&path, &opts),
             move |res| {
                 Map::new()
@@ -272,12 +263,11 @@ impl DataPlane {
                     truncated: res.truncated,
                 })
             },
-        )
-        .await
+        );
     }
 
     /// `FILE_WRITE` → `ACK`.
-    pub(crate) async fn write(&self, id: &str, p: FileWrite) -> Result<Message, AuditFailed> {
+    fn write(&self, p: FileWrite, reply: impl Finish) {
         let opts = WriteOptions {
             encoding: match p.encoding {
                 ContentEncoding::Base64 => JailEncoding::Base64,
@@ -289,8 +279,8 @@ impl DataPlane {
         let (asked, encoding, create_parents) = (p.path.clone(), p.encoding, p.create_parents);
         self.run_jail_op(
             "FILE_WRITE",
-            id,
-            Target::Path(&p.path),
+            Target::Path(p.path.clone()),
+            reply,
             move |jail| jail.write(&path, &content, &opts),
             move |res| {
                 Map::new()
@@ -300,18 +290,17 @@ impl DataPlane {
                     .with("size_bytes_written", res.map(|r| r.size_bytes_written))
             },
             |_| Message::Ack(Ack::OK),
-        )
-        .await
+        );
     }
 
     /// `FILE_STAT` → `FILE_STAT_RESPONSE`.
-    pub(crate) async fn stat(&self, id: &str, p: FileStat) -> Result<Message, AuditFailed> {
+    fn stat(&self, p: FileStat, reply: impl Finish) {
         let (path, follow) = (p.path.clone(), p.follow_symlinks);
         let asked = p.path.clone();
         self.run_jail_op(
             "FILE_STAT",
-            id,
-            Target::Path(&p.path),
+            Target::Path(p.path.clone()),
+            reply,
             move |jail| jail.stat(&path, follow),
             move |info| {
                 let shown = info
@@ -340,12 +329,11 @@ impl DataPlane {
                     },
                 })
             },
-        )
-        .await
+        );
     }
 
     /// `FILE_LIST` → `FILE_LIST_RESPONSE`.
-    pub(crate) async fn list(&self, id: &str, p: FileList) -> Result<Message, AuditFailed> {
+    fn list(&self, p: FileList, reply: impl Finish) {
         let opts = ListOptions {
             glob: p.glob.clone(),
             recursive: p.recursive,
@@ -355,8 +343,8 @@ impl DataPlane {
         let (path, asked) = (p.path.clone(), p.clone());
         self.run_jail_op(
             "FILE_LIST",
-            id,
-            Target::Path(&p.path),
+            Target::Path(p.path.clone()),
+            reply,
             move |jail| jail.list(&path, &opts),
             move |res| {
                 Map::new()
@@ -385,12 +373,11 @@ impl DataPlane {
                     truncated: res.truncated,
                 })
             },
-        )
-        .await
+        );
     }
 
     /// `FILE_DELETE` → `ACK`.
-    pub(crate) async fn delete(&self, id: &str, p: FileDelete) -> Result<Message, AuditFailed> {
+    fn delete(&self, p: FileDelete, reply: impl Finish) {
         let opts = DeleteOptions {
             recursive: p.recursive,
             missing_ok: p.missing_ok,
@@ -398,8 +385,8 @@ impl DataPlane {
         let (path, asked) = (p.path.clone(), p.clone());
         self.run_jail_op(
             "FILE_DELETE",
-            id,
-            Target::Path(&p.path),
+            Target::Path(p.path.clone()),
+            reply,
             move |jail| jail.delete(&path, &opts),
             move |res| {
                 let shown = res
@@ -411,23 +398,22 @@ impl DataPlane {
                     .with("missing_ok", asked.missing_ok)
             },
             |_| Message::Ack(Ack::OK),
-        )
-        .await
+        );
     }
 
     /// `FILE_MOVE` → `ACK`.
-    pub(crate) async fn rename(&self, id: &str, p: FileMove) -> Result<Message, AuditFailed> {
+    fn rename(&self, p: FileMove, reply: impl Finish) {
         let opts = MoveOptions {
             overwrite: p.overwrite,
         };
         let (src, dst, asked) = (p.src.clone(), p.dst.clone(), p.clone());
         self.run_jail_op(
             "FILE_MOVE",
-            id,
             Target::Move {
-                src: &p.src,
-                dst: &p.dst,
+                src: p.src.clone(),
+                dst: p.dst.clone(),
             },
+            reply,
             move |jail| jail.rename(&src, &dst, &opts),
             move |res| {
                 let (src, dst) = res.map_or((asked.src.as_str(), asked.dst.as_str()), |r| {
@@ -439,8 +425,7 @@ impl DataPlane {
                     .with("overwrite", asked.overwrite)
             },
             |_| Message::Ack(Ack::OK),
-        )
-        .await
+        );
     }
 
     /// `EXECUTE_COMMAND` → `COMMAND_RESULT`. Dropping the future kills the process tree.
@@ -681,7 +666,7 @@ impl Drop for CancelGuard {
 }
 
 fn exec_error(e: &ExecError, cwd: &str) -> Message {
-    Target::Path(cwd).error(e.code(), e.to_string())
+    Target::Path(cwd.to_owned()).error(e.code(), e.to_string())
 }
 
 fn millis(started: Instant) -> u64 {

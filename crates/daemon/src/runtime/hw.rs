@@ -330,8 +330,9 @@ pub(crate) async fn handle(
         }
         _ => return Ok(plain(ErrorCode::InternalError, "not a hardware request")),
     };
-    // One hand-off, as for file requests (`DataPlane::run_jail_op`): the device operation
-    // and its audit record run on the same blocking-pool thread, so the answer exists only
+    // One hand-off, as for file requests (`DataPlane::run_jail_op`, which also answers from
+    // that thread): the device operation and its audit record run on the same blocking-pool
+    // thread, so the answer exists only
     // once the record is durable (AUDIT_AUTH_CLI.md 1.11) and the request waits for one
     // thread switch instead of two.
     let (rec_audit, rec_id) = (audit.clone(), id.to_owned());
