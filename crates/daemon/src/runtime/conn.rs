@@ -116,6 +116,8 @@ enum Out {
     Text(String),
     Ping,
     Close(u16, String),
+    /// The connection is over without a Close frame of ours: let the socket go.
+    End,
 }
 
 /// Consecutive handshake refusals with 4403 after which a runtime stops.
@@ -151,8 +153,11 @@ struct Conn {
 /// tasks queue; a blocking-pool thread that has a response ready sends it here directly
 /// ([`Conn::write_blocking`]), so the response does not wait for a worker to wake up first.
 struct Wire {
-    sink: tokio::sync::Mutex<WsSink>,
-    /// Set, under the lock, when the Close frame is sent: nothing follows it.
+    /// `None` once the writer task has ended: the socket is not held open for a file
+    /// operation that is still finishing on a blocking thread.
+    sink: tokio::sync::Mutex<Option<WsSink>>,
+    /// Set, under the lock, when the Close frame is sent or the writer ends: nothing
+    /// follows.
     closed: AtomicBool,
 }
 
@@ -213,7 +218,9 @@ impl Conn {
                 return;
             }
             // A failed send ends the connection; the reader sees that and reconnects.
-            let _ = sink.send(tungstenite::Message::text(text)).await;
+            if let Some(sink) = sink.as_mut() {
+                let _ = sink.send(tungstenite::Message::text(text)).await;
+            }
         });
     }
 
@@ -693,7 +700,7 @@ impl Runtime {
         let (out_tx, out_rx) = mpsc::unbounded_channel();
         let silenced = Arc::new(AtomicBool::new(false));
         let wire = Arc::new(Wire {
-            sink: tokio::sync::Mutex::new(sink),
+            sink: tokio::sync::Mutex::new(Some(sink)),
             closed: AtomicBool::new(false),
         });
         let writer = tokio::spawn(write_loop(wire.clone(), out_rx, silenced.clone()));
@@ -819,9 +826,9 @@ impl Runtime {
             _ => None,
         };
         let closing = close.is_some();
-        if let Some((code, reason)) = close {
-            let _ = conn.out.send(Out::Close(code, reason));
-        }
+        let _ = conn
+            .out
+            .send(close.map_or(Out::End, |(code, reason)| Out::Close(code, reason)));
         drop(conn);
         let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
         if closing {
@@ -1320,7 +1327,10 @@ async fn write_loop(
     silenced: Arc<AtomicBool>,
 ) {
     while let Some(o) = rx.recv().await {
-        let mut sink = wire.sink.lock().await;
+        let mut guard = wire.sink.lock().await;
+        let Some(sink) = guard.as_mut() else {
+            break;
+        };
         let r = match o {
             Out::Text(t) => {
                 if silenced.load(Ordering::SeqCst) {
@@ -1338,11 +1348,15 @@ async fn write_loop(
                 let _ = sink.close().await;
                 break;
             }
+            Out::End => break,
         };
         if r.is_err() {
             break;
         }
     }
+    let mut guard = wire.sink.lock().await;
+    wire.closed.store(true, Ordering::SeqCst);
+    *guard = None;
 }
 
 #[cfg(test)]
