@@ -222,11 +222,14 @@ impl DataPlane {
                 d.insert("cancelled", true);
             }
             let audited = audit.op_blocking(rec_op, Some(reply.id()), d, r);
-            let msg = match outcome {
-                Ok(out) => respond(out),
-                Err(e) => target.error(e.code(), e.to_string()),
-            };
-            reply.answer_blocking(audited.map(|()| (!cancelled).then_some(msg)));
+            // The response is built only when it will be sent.
+            let answer = audited.map(|()| {
+                (!cancelled).then(|| match outcome {
+                    Ok(out) => respond(out),
+                    Err(e) => target.error(e.code(), e.to_string()),
+                })
+            });
+            reply.answer_blocking(answer);
         }));
     }
 
