@@ -47,6 +47,7 @@ use crate::error::DaemonError;
 use crate::runtime::auditor::AuditFailed;
 use crate::runtime::auditor::Auditor;
 use crate::runtime::data::DataPlane;
+use crate::runtime::data::FileOp;
 use crate::runtime::data::Finish;
 use crate::runtime::handshake;
 use crate::runtime::handshake::LocalLimits;
@@ -1227,20 +1228,18 @@ async fn handle(
     } else {
         None
     };
-    let r = match message {
-        m @ (Message::FileRead(_)
-        | Message::FileWrite(_)
-        | Message::FileStat(_)
-        | Message::FileList(_)
-        | Message::FileDelete(_)
-        | Message::FileMove(_)) => {
+    let message = match FileOp::try_from(message) {
+        Ok(op) => {
             // The blocking thread that runs the operation answers it (see `Reply`).
             if let Some(mut r) = reply.take() {
                 r.work = work;
-                data.start_file_op(m, r);
+                data.start_file_op(op, r);
             }
             return Ok(None);
         }
+        Err(other) => other,
+    };
+    let r = match message {
         Message::ExecuteCommand(p) => data.execute(id, p, cancel).await.map(Some),
         Message::LocalLlmCompletion(p) => {
             // Chunks carry the request id and `pending_capacity: null` (8.4).

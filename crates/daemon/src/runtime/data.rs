@@ -63,6 +63,40 @@ pub(crate) trait Finish: Send + 'static {
     fn answer_blocking(self, result: Result<Option<Message>, AuditFailed>);
 }
 
+/// A `FILE_*` request: what [`DataPlane::start_file_op`] runs.
+#[derive(Debug)]
+pub(crate) enum FileOp {
+    /// `FILE_READ`.
+    Read(FileRead),
+    /// `FILE_WRITE`.
+    Write(FileWrite),
+    /// `FILE_STAT`.
+    Stat(FileStat),
+    /// `FILE_LIST`.
+    List(FileList),
+    /// `FILE_DELETE`.
+    Delete(FileDelete),
+    /// `FILE_MOVE`.
+    Move(FileMove),
+}
+
+impl TryFrom<Message> for FileOp {
+    /// Any other message, given back.
+    type Error = Message;
+
+    fn try_from(m: Message) -> Result<Self, Message> {
+        Ok(match m {
+            Message::FileRead(p) => FileOp::Read(p),
+            Message::FileWrite(p) => FileOp::Write(p),
+            Message::FileStat(p) => FileOp::Stat(p),
+            Message::FileList(p) => FileOp::List(p),
+            Message::FileDelete(p) => FileOp::Delete(p),
+            Message::FileMove(p) => FileOp::Move(p),
+            other => return Err(other),
+        })
+    }
+}
+
 /// What a data connection needs to serve requests.
 #[derive(Debug, Clone)]
 pub(crate) struct DataPlane {
@@ -168,20 +202,16 @@ fn wire_encoding(e: JailEncoding) -> ContentEncoding {
 }
 
 impl DataPlane {
-    /// Starts file request `m` (`FILE_*`); the blocking thread that runs it answers it
-    /// through `reply`.
-    pub(crate) fn start_file_op(&self, m: Message, reply: impl Finish) {
-        match m {
-            Message::FileRead(p) => self.read(p, reply),
-            Message::FileWrite(p) => self.write(p, reply),
-            Message::FileStat(p) => self.stat(p, reply),
-            Message::FileList(p) => self.list(p, reply),
-            Message::FileDelete(p) => self.delete(p, reply),
-            Message::FileMove(p) => self.rename(p, reply),
-            other => {
-                let text = format!("{} is not a file request", other.message_type().as_str());
-                reply.answer_blocking(Ok(Some(error(ErrorCode::InternalError, text))));
-            }
+    /// Starts file request `op`; the blocking thread that runs it answers it through
+    /// `reply`.
+    pub(crate) fn start_file_op(&self, op: FileOp, reply: impl Finish) {
+        match op {
+            FileOp::Read(p) => self.read(p, reply),
+            FileOp::Write(p) => self.write(p, reply),
+            FileOp::Stat(p) => self.stat(p, reply),
+            FileOp::List(p) => self.list(p, reply),
+            FileOp::Delete(p) => self.delete(p, reply),
+            FileOp::Move(p) => self.rename(p, reply),
         }
     }
 
