@@ -118,3 +118,49 @@ fn each_target_ships_its_own_install_page() {
         assert!(root.join(install_page(t)).is_file(), "{t}");
     }
 }
+
+#[test]
+fn install_sh_trusts_the_release_key_of_shim_release() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let script = std::fs::read_to_string(root.join("install.sh")).unwrap();
+    let line = script
+        .lines()
+        .find(|l| l.starts_with("RELEASE_KEY="))
+        .expect("install.sh sets RELEASE_KEY");
+    let key = line.trim_start_matches("RELEASE_KEY=").trim_matches('"');
+    assert_eq!(
+        key,
+        shim_release::RELEASE_PUBLIC_KEY.unwrap_or(""),
+        "install.sh and shim_release::RELEASE_PUBLIC_KEY must name the same key"
+    );
+}
+
+#[test]
+fn signed_sums_verify_and_a_changed_byte_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("SHA256SUMS"), "00  a.tar.gz\n").unwrap();
+    let key = SecretKey::generate().unwrap();
+    let checked = sign_sums(dir.path(), &key, 1_700_000_000).unwrap();
+    let sig = std::fs::read_to_string(dir.path().join("SHA256SUMS.minisig")).unwrap();
+    assert_eq!(
+        shim_release::verify(&key.public(), b"00  a.tar.gz\n", &sig).unwrap(),
+        "timestamp:1700000000\tfile:SHA256SUMS\thashed"
+    );
+    assert!(shim_release::verify(&key.public(), b"01  a.tar.gz\n", &sig).is_err());
+    // Where minisign is installed, sign_sums had it check the file too.
+    if checked.contains("minisign -V") {
+        std::fs::write(dir.path().join("SHA256SUMS"), "01  a.tar.gz\n").unwrap();
+        assert!(minisign_verify(dir.path(), &key.public()).is_err());
+    }
+}
+
+#[test]
+fn the_remap_flags_hide_the_workspace_and_target_paths() {
+    let flags = remap_flags(Path::new("/home/u/src/shim"), Path::new("/tmp/t"));
+    assert!(flags.contains(&"--remap-path-prefix=/home/u/src/shim=/build".to_owned()));
+    // The more specific target folder comes after the workspace (the last match wins).
+    assert_eq!(
+        flags.last().unwrap(),
+        "--remap-path-prefix=/tmp/t=/build/target"
+    );
+}

