@@ -1,11 +1,11 @@
 //! `cargo xtask dist`: release archives with SHA-256 sums in `target/dist/`:
-//! `autogpt-shim-<version>-<target>.tar.gz` for Linux (x86_64, aarch64) and `.zip` for
-//! Windows, each holding `autogpt-shim`, `shim-audit`, the README and the install page, with
+//! `autogpt-shim-<version>-<target>.tar.gz` for Linux (x86_64, aarch64) and macOS (on a
+//! Mac only) and `.zip` for Windows, each holding `autogpt-shim`, `shim-audit`, the README and the install page, with
 //! `<archive>.sha256` beside it and one `SHA256SUMS` for all (`sha256sum -c SHA256SUMS`).
 //!
-//! Every archive that can run here is unpacked again and its `autogpt-shim --version` run
-//! from the unpacked copy (aarch64 under qemu-user, Windows under Wine), so a broken
-//! archive fails the command.
+//! Every archive is unpacked again and refused if a file in it contains a build path; where
+//! it can run here, its `autogpt-shim --version` is run from the unpacked copy (aarch64
+//! under qemu-user, Windows under Wine), so a broken archive fails the command.
 //! A target that does not compile is reported as skipped with the compiler's first error,
 //! and the others are still built; the command fails only if no archive could be built.
 //!
@@ -549,7 +549,16 @@ fn dist_in(
             Ok(bin_dir) => {
                 let name = format!("autogpt-shim-{version}-{triple}");
                 let path = package(root, &bin_dir, &out, &name, triple, format, exe)?;
-                let verified = verify(root, &path, &name, format, triple, exe, version)?;
+                let verified = verify(
+                    root,
+                    &target_dir,
+                    &path,
+                    &name,
+                    format,
+                    triple,
+                    exe,
+                    version,
+                )?;
                 Built::Archive { path, verified }
             }
         };
@@ -607,9 +616,7 @@ pub(crate) fn remap_flags(root: &Path, target_dir: &Path) -> Vec<String> {
     let mut flags: Vec<String> = std::env::var("RUSTFLAGS")
         .map(|f| f.split_whitespace().map(str::to_owned).collect())
         .unwrap_or_default();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let cargo_home = cargo_home();
     // The last matching prefix wins, so the more specific ones come later.
     if let Some(home) = cargo_home {
         flags.push(format!("--remap-path-prefix={}=/cargo", home.display()));
@@ -802,8 +809,13 @@ pub(crate) fn unpack(archive: &Path, format: Format, dest: &Path) -> Result<()> 
 /// Checks the archive against its `.sha256`, unpacks it and runs `autogpt-shim --version`
 /// from the unpacked copy where this machine can run the target (aarch64 under qemu-user,
 /// Windows under Wine). Returns what was checked.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site, each argument named"
+)]
 fn verify(
     root: &Path,
+    target_dir: &Path,
     archive: &Path,
     name: &str,
     format: Format,
@@ -822,6 +834,14 @@ fn verify(
     std::fs::create_dir_all(&tmp)?;
     let result = (|| -> Result<String> {
         unpack(archive, format, &tmp)?;
+        let paths = build_paths(root, target_dir);
+        if let Some((file, path)) = build_paths_in(&tmp.join(name), &paths)?.first() {
+            bail!(
+                "{file} in {} contains the build path {path}: the path remapping failed, so \
+                 the build is not reproducible from another folder",
+                archive.display()
+            );
+        }
         let bin = tmp.join(name).join(format!("autogpt-shim{exe}"));
         let mut cmd = if triple == host_triple() {
             Command::new(&bin)
@@ -860,7 +880,41 @@ fn verify(
         ))
     })();
     let _ = std::fs::remove_dir_all(&tmp);
-    result
+    result.map(|r| format!("no build path inside, {r}"))
+}
+
+/// The folders of this build that must not appear in what it ships: the workspace, the
+/// target folder and cargo's home.
+fn build_paths(root: &Path, target_dir: &Path) -> Vec<String> {
+    let mut paths = vec![root.display().to_string(), target_dir.display().to_string()];
+    paths.extend(cargo_home().map(|h| h.display().to_string()));
+    paths.retain(|p| p.len() > 1);
+    paths
+}
+
+/// Which files under `dir` contain which of `paths` (as bytes): (file name, path).
+pub(crate) fn build_paths_in(dir: &Path, paths: &[String]) -> Result<Vec<(String, String)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if !entry.file_type()?.is_file() {
+            continue;
+        }
+        let bytes = std::fs::read(entry.path())?;
+        for p in paths {
+            if memchr::memmem::find(&bytes, p.as_bytes()).is_some() {
+                found.push((entry.file_name().to_string_lossy().into_owned(), p.clone()));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Cargo's home (registry sources live below it).
+fn cargo_home() -> Option<PathBuf> {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
 }
 
 fn have(tool: &str) -> bool {

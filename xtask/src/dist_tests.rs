@@ -164,3 +164,19 @@ fn the_remap_flags_hide_the_workspace_and_target_paths() {
         "--remap-path-prefix=/tmp/t=/build/target"
     );
 }
+
+#[test]
+fn build_paths_inside_shipped_files_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bin"),
+        b"\x7fELF..panicked at /home/u/src/shim/crates/x.rs\0",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("README.md"), b"/build/crates/x.rs").unwrap();
+    let paths = ["/home/u/src/shim".to_owned(), "/root/.cargo".to_owned()];
+    assert_eq!(
+        build_paths_in(dir.path(), &paths).unwrap(),
+        [("bin".to_owned(), "/home/u/src/shim".to_owned())]
+    );
+}
