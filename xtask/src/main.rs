@@ -176,6 +176,9 @@ enum Cmd {
         #[arg(long, default_value = "release")]
         profile: String,
     },
+    /// Check the last `dist --throwaway-key` run's signature with the stock `minisign -V`,
+    /// and that minisign refuses a SHA256SUMS with one byte changed.
+    CheckSignature,
     /// Test install.sh against a local HTTP server serving the last `dist --throwaway-key`
     /// run's target/dist: the genuine release installs, every attack is refused.
     InstallerTest,
@@ -256,6 +259,7 @@ fn run(cmd: Cmd) -> Result<()> {
             dist::sign_dir(&root, &dir, &signing)
         }
         Cmd::LintScripts => lint_scripts(&root),
+        Cmd::CheckSignature => dist::check_signature_with_minisign(&root),
         Cmd::InstallerTest => installer::installer_test(&root),
         Cmd::Repro { profile } => dist::repro(&root, &profile),
         Cmd::Codegen { check } => codegen::codegen(&root, check),
