@@ -363,13 +363,15 @@ pub(crate) fn repro(root: &Path, profile: &str) -> Result<()> {
     )?;
     let second = second_target.join("dist");
     let mut differ = Vec::new();
-    let sha = format!("{archive}.sha256");
-    let mut names = vec![archive.as_str(), sha.as_str()];
-    // SHA256SUMS is comparable when the first run built only the host's archive.
-    let sums = std::fs::read_to_string(first.join("SHA256SUMS")).unwrap_or_default();
-    if sums.lines().count() == 1 {
-        names.extend(["SHA256SUMS", "SHA256SUMS.minisig"]);
-    }
+    // Everything the second run wrote (archive, .deb, sums, install.sh); SHA256SUMS and its
+    // signature only when the first run, too, built only the host's files.
+    let read_sums = |d: &Path| std::fs::read_to_string(d.join("SHA256SUMS")).unwrap_or_default();
+    let same_set = read_sums(&first).lines().count() == read_sums(&second).lines().count();
+    let mut names: Vec<String> = std::fs::read_dir(&second)?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| !n.starts_with('.') && (same_set || !n.starts_with("SHA256SUMS")))
+        .collect();
+    names.sort();
     for n in &names {
         if std::fs::read(first.join(n))? != std::fs::read(second.join(n))? {
             differ.push(n.to_string());
@@ -559,6 +561,20 @@ fn dist_in(
                     exe,
                     version,
                 )?;
+                let verified =
+                    match crate::deb::build_deb(root, &bin_dir, &out, triple, version, epoch)? {
+                        Ok(deb) => {
+                            write_sum(&deb)?;
+                            format!(
+                                "{verified}; {}",
+                                deb.file_name().unwrap_or_default().to_string_lossy()
+                            )
+                        }
+                        Err(why) if triple.contains("linux") => {
+                            format!("{verified}; no .deb: {why}")
+                        }
+                        Err(_) => verified,
+                    };
                 Built::Archive { path, verified }
             }
         };
@@ -783,7 +799,7 @@ pub(crate) fn sha256_hex(path: &Path) -> Result<String> {
 }
 
 /// Writes `<archive>.sha256` in `sha256sum` format.
-fn write_sum(archive: &Path) -> Result<()> {
+pub(crate) fn write_sum(archive: &Path) -> Result<()> {
     let file_name = archive
         .file_name()
         .context("archive without a name")?

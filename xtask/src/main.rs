@@ -6,6 +6,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod codegen;
+mod deb;
 mod dist;
 mod installer;
 mod targets;
@@ -179,6 +180,9 @@ enum Cmd {
     /// Check the last `dist --throwaway-key` run's signature with the stock `minisign -V`,
     /// and that minisign refuses a SHA256SUMS with one byte changed.
     CheckSignature,
+    /// Install the last dist run's amd64 .deb with dpkg -i (root), run the installed
+    /// binaries, and remove it with dpkg -r.
+    DebTest,
     /// Test install.sh against a local HTTP server serving the last `dist --throwaway-key`
     /// run's target/dist: the genuine release installs, every attack is refused.
     InstallerTest,
@@ -260,6 +264,7 @@ fn run(cmd: Cmd) -> Result<()> {
         }
         Cmd::LintScripts => lint_scripts(&root),
         Cmd::CheckSignature => dist::check_signature_with_minisign(&root),
+        Cmd::DebTest => deb::deb_test(&root),
         Cmd::InstallerTest => installer::installer_test(&root),
         Cmd::Repro { profile } => dist::repro(&root, &profile),
         Cmd::Codegen { check } => codegen::codegen(&root, check),
