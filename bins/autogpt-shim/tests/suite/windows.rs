@@ -618,3 +618,29 @@ async fn install_writes_task_scheduler_xml_that_schtasks_registers() {
         assert!(!file.exists());
     }
 }
+
+/// PROTOCOL.md 9.4 on Windows: the fingerprint hashes the `normcase` (lower-cased) path, as
+/// the incumbent did, so the case of the root's spelling does not change it; the root is a
+/// plain drive-letter path (9.5.4).
+#[test]
+fn the_root_fingerprint_hashes_the_lower_cased_path() {
+    use shim_daemon::runtime::grant;
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("MixedCase Root");
+    std::fs::create_dir(&raw).unwrap();
+    let root = grant::canonicalize_root(&raw).unwrap();
+    assert!(!root.path.starts_with(r"\\?\"), "{}", root.path);
+    assert!(root.path.ends_with(r"\MixedCase Root"), "{}", root.path);
+    assert!(
+        grant::fingerprint_json(&root, true).contains(r#"\\mixedcase root""#),
+        "{}",
+        grant::fingerprint_json(&root, true)
+    );
+    for respelled in [root.path.to_uppercase(), root.path.to_lowercase()] {
+        let other = grant::CanonicalRoot {
+            path: respelled,
+            ..root.clone()
+        };
+        assert_eq!(grant::fingerprint(&other), grant::fingerprint(&root));
+    }
+}

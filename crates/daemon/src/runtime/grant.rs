@@ -109,14 +109,31 @@ pub fn json_string(s: &str) -> String {
     out
 }
 
-/// The fingerprint of 9.4: lowercase hex SHA-256 of the sorted compact JSON.
-pub fn fingerprint(root: &CanonicalRoot) -> String {
-    let json = format!(
+/// `normcase` of 9.4 step 3: identity on POSIX (`windows` false); on Windows every `/`
+/// becomes `\` and the path is lower-cased (Python's `ntpath.normcase`, which the incumbent
+/// hashed), so grants verify across both daemons.
+pub fn normcase(path: &str, windows: bool) -> std::borrow::Cow<'_, str> {
+    if windows {
+        std::borrow::Cow::Owned(path.replace('/', "\\").to_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(path)
+    }
+}
+
+/// The JSON that 9.4 hashes, for a root on Windows (`windows` true) or POSIX: keys sorted,
+/// no whitespace, the path in `normcase` form.
+pub fn fingerprint_json(root: &CanonicalRoot, windows: bool) -> String {
+    format!(
         "{{\"device\":{},\"inode\":{},\"path\":{}}}",
         root.device,
         root.inode,
-        json_string(&root.path)
-    );
+        json_string(&normcase(&root.path, windows))
+    )
+}
+
+/// The fingerprint of 9.4 on this OS: lowercase hex SHA-256 of [`fingerprint_json`].
+pub fn fingerprint(root: &CanonicalRoot) -> String {
+    let json = fingerprint_json(root, cfg!(windows));
     hex::encode(ring::digest::digest(&ring::digest::SHA256, json.as_bytes()))
 }
 
