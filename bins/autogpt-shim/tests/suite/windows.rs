@@ -644,3 +644,58 @@ fn the_root_fingerprint_hashes_the_lower_cased_path() {
         assert_eq!(grant::fingerprint(&other), grant::fingerprint(&root));
     }
 }
+
+/// PROTOCOL.md 9.2 and 9.5.4 on Windows: the folder browser lists the home folder first and
+/// then the fixed and removable drive roots (`C:\`, named by its full path), every path a
+/// plain drive-letter path, never `\\?\C:\...`, in the root list and in `current.path`.
+#[tokio::test]
+async fn the_folder_browser_offers_the_drives_by_plain_drive_letter_paths() {
+    use crate::suite::control::list;
+    use crate::suite::control::listing;
+    let env = Env::new(PeerConfig::default()).await;
+    let home = env.home_dirs(&["Projects"]);
+    let (mut child, conn) = crate::suite::control::start(&env, &[]).await;
+    let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
+    let plain_home = crate::suite::harness::canonical(&home);
+    let paths: Vec<&str> = top.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths[0], plain_home.to_str().unwrap(), "{paths:?}");
+    assert!(paths.iter().all(|p| !p.starts_with(r"\\")), "{paths:?}");
+    let c = top
+        .entries
+        .iter()
+        .find(|e| e.path == r"C:\")
+        .unwrap_or_else(|| panic!("no C:\\ root in {paths:?}"));
+    assert_eq!(c.name, r"C:\");
+    let bid = top.browse_id.as_str();
+    let in_home = listing(
+        &conn
+            .request(
+                list(Some(bid), Some(top.entries[0].directory_ref.as_str()), None),
+                T,
+            )
+            .await
+            .unwrap(),
+    );
+    let current = in_home.current.unwrap();
+    assert_eq!(current.path, plain_home.to_str().unwrap());
+    assert_eq!(
+        in_home.entries[0].path,
+        plain_home.join("Projects").to_str().unwrap()
+    );
+    let in_c = listing(
+        &conn
+            .request(list(Some(bid), Some(c.directory_ref.as_str()), None), T)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(in_c.current.unwrap().path, r"C:\");
+    assert!(in_c.parent_ref.is_none());
+    assert!(
+        in_c.entries
+            .iter()
+            .all(|e| e.path.starts_with(r"C:\") && !e.name.eq_ignore_ascii_case("windows")),
+        "{:?}",
+        in_c.entries
+    );
+    child.kill().await.ok();
+}

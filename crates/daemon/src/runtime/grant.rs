@@ -66,13 +66,8 @@ pub fn canonicalize_root(p: &Path) -> Result<CanonicalRoot, RootError> {
     let path = canon.to_str().ok_or(RootError::Unavailable)?.to_owned();
     #[cfg(unix)]
     let (device, inode) = (m.dev(), m.ino());
-    // Windows: canonicalize gives `\\?\C:\x`; the root path is the one without the
-    // verbatim prefix (`\\?\UNC\srv\share` becomes `\\srv\share`), as the jail reports it.
     #[cfg(windows)]
-    let path = match path.strip_prefix(r"\\?\UNC\") {
-        Some(unc) => format!(r"\\{unc}"),
-        None => path.strip_prefix(r"\\?\").unwrap_or(&path).to_owned(),
-    };
+    let path = plain_windows_path(&path);
     #[cfg(windows)]
     let (device, inode) =
         crate::runtime::file_id::identity(&canon).map_err(|_| RootError::Unavailable)?;
@@ -81,6 +76,27 @@ pub fn canonicalize_root(p: &Path) -> Result<CanonicalRoot, RootError> {
         device,
         inode,
     })
+}
+
+/// Windows: `std::fs::canonicalize` gives the verbatim form `\\?\C:\x`; the platform and
+/// the incumbent use the plain one (PROTOCOL.md 9.5.4): `C:\x`, and `\\srv\share` for
+/// `\\?\UNC\srv\share`. Any other path is returned as it is. A pure string rule, tested on
+/// every OS.
+pub fn plain_windows_path(path: &str) -> String {
+    match path.strip_prefix(r"\\?\UNC\") {
+        Some(unc) => format!(r"\\{unc}"),
+        None => path.strip_prefix(r"\\?\").unwrap_or(path).to_owned(),
+    }
+}
+
+/// `canonicalize`, then on Windows the plain form of [`plain_windows_path`].
+pub fn canonical_plain(p: &Path) -> std::io::Result<PathBuf> {
+    let c = std::fs::canonicalize(p)?;
+    #[cfg(windows)]
+    if let Some(s) = c.to_str() {
+        return Ok(PathBuf::from(plain_windows_path(s)));
+    }
+    Ok(c)
 }
 
 /// JSON string escaping of 9.4 step 3 (Python `json.dumps` with `ensure_ascii`).

@@ -131,3 +131,12 @@ fn symlinked_roots_are_refused() {
         Err(RootError::Unavailable)
     );
 }
+
+#[test]
+fn plain_windows_paths_drop_the_verbatim_prefix() {
+    assert_eq!(plain_windows_path(r"\\?\C:\Users\ada"), r"C:\Users\ada");
+    assert_eq!(plain_windows_path(r"\\?\C:\"), r"C:\");
+    assert_eq!(plain_windows_path(r"\\?\UNC\srv\share\x"), r"\\srv\share\x");
+    assert_eq!(plain_windows_path(r"C:\Users\ada"), r"C:\Users\ada");
+    assert_eq!(plain_windows_path("/home/ada"), "/home/ada");
+}
