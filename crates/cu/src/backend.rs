@@ -74,6 +74,11 @@ pub trait Displays: Send + Sync {
     fn monitors(&self) -> CuResult<Vec<Monitor>>;
     /// The pointer in desktop coordinates.
     fn cursor(&self) -> CuResult<[i64; 2]>;
+    /// Whether [`Displays::cursor`] answers on this backend. False withholds
+    /// `cursor.position` from the HELLO: nothing is advertised that always refuses.
+    fn cursor_answers(&self) -> bool {
+        true
+    }
 }
 
 /// Screen capture.
@@ -174,6 +179,11 @@ pub trait Windows: Send + Sync {
     fn fingerprint(&self, handle: u64) -> CuResult<Option<Fingerprint>>;
     /// Activates the window.
     fn focus(&self, handle: u64, raise: bool) -> CuResult<()>;
+    /// Whether [`Windows::focus`] answers on this backend. False withholds `window.focus`
+    /// from the HELLO.
+    fn focus_answers(&self) -> bool {
+        true
+    }
 }
 
 /// A running application.

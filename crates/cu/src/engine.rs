@@ -321,11 +321,19 @@ impl Engine {
     /// The lists to advertise at a HELLO, re-probed now (2.2).
     pub fn features(&self) -> Features {
         let clipboard = self.cfg.enable_clipboard && self.desktop.clipboard.available();
-        Features::for_host(
+        let mut f = Features::for_host(
             self.desktop.kind,
             self.desktop.windows.available(),
             clipboard,
-        )
+        );
+        // Only what answers (2.2): an operation the backend always refuses is not listed.
+        if !self.desktop.displays.cursor_answers() {
+            f.fine.retain(|n| *n != "cursor.position");
+        }
+        if !self.desktop.windows.focus_answers() {
+            f.fine.retain(|n| *n != "window.focus");
+        }
+        f
     }
 
     /// `screen_resolution`: the primary display's DCS size.

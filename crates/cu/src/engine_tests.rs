@@ -54,8 +54,11 @@ mod fake {
     use crate::error::CuResult;
     use crate::keys::Key;
 
+    /// A test double of a backend (no OS behind it): records every event it is given.
     #[derive(Default)]
     pub(super) struct Fake {
+        /// The fine features it always refuses (the portable backend's rule per OS).
+        pub(super) refuses: &'static [&'static str],
         pub(super) log: Mutex<Vec<String>>,
         pub(super) clip: Mutex<ClipboardState>,
         /// Added to the counter by every write (simulates other writers).
@@ -83,6 +86,9 @@ mod fake {
         }
         fn cursor(&self) -> CuResult<[i64; 2]> {
             Ok([0, 0])
+        }
+        fn cursor_answers(&self) -> bool {
+            !self.refuses.contains(&"cursor.position")
         }
     }
     impl Capture for Fake {
@@ -134,6 +140,9 @@ mod fake {
         fn focus(&self, _h: u64, _r: bool) -> CuResult<()> {
             Ok(())
         }
+        fn focus_answers(&self) -> bool {
+            !self.refuses.contains(&"window.focus")
+        }
     }
     impl Apps for Fake {
         fn list(&self, _b: bool) -> CuResult<Vec<NativeApp>> {
@@ -173,8 +182,12 @@ mod fake {
     }
 
     pub(super) fn desktop(f: Arc<Fake>) -> Desktop {
+        desktop_of(HostKind::MacOs, f)
+    }
+
+    pub(super) fn desktop_of(kind: HostKind, f: Arc<Fake>) -> Desktop {
         Desktop {
-            kind: HostKind::MacOs,
+            kind,
             displays: f.clone(),
             capture: f.clone(),
             input: f.clone(),
@@ -297,4 +310,110 @@ fn paste_restore_is_skipped_when_someone_else_wrote_and_never_for_concealed() {
         err.details.unwrap()["marker"],
         "org.nspasteboard.ConcealedType"
     );
+}
+
+/// The full fine list of 2.2 for macOS and Windows, in order.
+const PORTABLE_FINE: [&str; 18] = [
+    "screenshot.region",
+    "screenshot.window",
+    "input.click.modifiers",
+    "input.click.button",
+    "input.drag.path",
+    "input.key.hold",
+    "input.mouse.down_up",
+    "input.scroll.amount",
+    "input.wait",
+    "cursor.position",
+    "display.info",
+    "window.list",
+    "window.focus",
+    "app.list",
+    "app.launch",
+    "permissions.check",
+    "clipboard.read",
+    "clipboard.write",
+];
+
+/// What the HELLO of each portable OS advertises, against a test double that refuses what
+/// the portable backend refuses there: macOS leaves out the pointer position and window
+/// focus (they always answer FEATURE_NOT_SUPPORTED), Windows advertises the whole list.
+#[test]
+fn each_portable_os_advertises_only_what_its_backend_answers() {
+    let advertised = |kind: HostKind| {
+        let f = std::sync::Arc::new(fake::Fake {
+            refuses: crate::features::portable_refuses(kind),
+            ..fake::Fake::default()
+        });
+        Engine::new(
+            fake::desktop_of(kind, f),
+            EngineConfig {
+                enable_clipboard: true,
+                enable_clipboard_read_foreign: false,
+                max_screenshots_per_minute: 10,
+                masked_regions: Vec::new(),
+            },
+            std::sync::Arc::new(crate::policy::ManualClock::default()),
+        )
+        .features()
+    };
+    let mac = advertised(HostKind::MacOs);
+    let expected: Vec<&str> = PORTABLE_FINE
+        .into_iter()
+        .filter(|n| !["cursor.position", "window.focus"].contains(n))
+        .collect();
+    assert_eq!(mac.fine, expected);
+    assert_eq!(
+        mac.coarse,
+        [
+            "screenshot",
+            "input",
+            "windows",
+            "apps",
+            "permissions",
+            "clipboard"
+        ]
+    );
+    let win = advertised(HostKind::Windows);
+    assert_eq!(win.fine, PORTABLE_FINE);
+    assert_eq!(win.coarse, mac.coarse);
+    // The gate refuses what is not advertised before the backend is reached.
+    let (e, f, _) = fake_engine();
+    let s = SessionState::default();
+    let ctx = Ctx {
+        session: &s,
+        features: &mac,
+        max_file_size: 1 << 20,
+    };
+    let err = e.handle(ctx, Request::CursorPosition).reply.unwrap_err();
+    assert_eq!(err.code, ErrorCode::FeatureNotSupported);
+    assert!(f.log.lock().unwrap().is_empty());
+}
+
+/// On this OS, the real backend's HELLO lists (computer use and clipboard on): macOS
+/// without the pointer position and window focus, Windows the whole list of 2.2.
+#[cfg(any(target_os = "macos", target_os = "windows"))]
+#[test]
+fn this_os_advertises_exactly_what_answers() {
+    let desktop = crate::open(&crate::OpenOptions::default()).unwrap();
+    let e = Engine::new(
+        desktop,
+        EngineConfig {
+            enable_clipboard: false,
+            enable_clipboard_read_foreign: false,
+            max_screenshots_per_minute: 10,
+            masked_regions: Vec::new(),
+        },
+        std::sync::Arc::new(crate::policy::ManualClock::default()),
+    );
+    let refused: &[&str] = if cfg!(target_os = "macos") {
+        &["cursor.position", "window.focus"]
+    } else {
+        &[]
+    };
+    let expected: Vec<&str> = PORTABLE_FINE[..16]
+        .iter()
+        .copied()
+        .filter(|n| !refused.contains(n))
+        .collect();
+    assert_eq!(e.features().fine, expected);
 }

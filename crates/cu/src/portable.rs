@@ -128,6 +128,10 @@ impl Displays for Portable {
     fn cursor(&self) -> CuResult<[i64; 2]> {
         cursor_position()
     }
+
+    fn cursor_answers(&self) -> bool {
+        !crate::features::portable_refuses(self.kind).contains(&"cursor.position")
+    }
 }
 
 /// The pointer position in virtual-screen pixels (GetCursorPos).
@@ -524,6 +528,10 @@ impl Windows for Portable {
             "window.focus",
             "window activation is not available on this OS in this build",
         ))
+    }
+
+    fn focus_answers(&self) -> bool {
+        !crate::features::portable_refuses(self.kind).contains(&"window.focus")
     }
 }
 
