@@ -507,7 +507,7 @@ impl Engine {
         if r.window_id.is_some() {
             gate(ctx.features, "screenshot.window").map_err(e0)?;
         }
-        let (img, origin, monitor, logical_size) = if let Some(id) = &r.window_id {
+        let (img, origin, monitor, logical_size, scale) = if let Some(id) = &r.window_id {
             let entry = self.verify_window(ctx, id).map_err(e0)?;
             let (img, origin) = self
                 .desktop
@@ -515,7 +515,8 @@ impl Engine {
                 .capture_window(entry.handle)
                 .map_err(e0)?;
             let size = [i64::from(img.width), i64::from(img.height)];
-            (img, origin, entry.monitor, size)
+            // 4.1 step 4: a window capture is in its own pixels, scale 1.
+            (img, origin, entry.monitor, size, 1.0)
         } else {
             let monitors = order_monitors(self.desktop.displays.monitors().map_err(e0)?);
             if monitors.is_empty() {
@@ -552,7 +553,8 @@ impl Engine {
                 .capture(rect, r.include_cursor)
                 .map_err(e0)?;
             let idx = i64::try_from(idx).unwrap_or(0);
-            (img, [rect[0], rect[1]], idx, m.logical_size)
+            // The backend's scale of the target display: image pixels per DCS unit (3.4).
+            (img, [rect[0], rect[1]], idx, m.logical_size, m.scale)
         };
         let mut img = img;
         encode::mask(&mut img, origin, &self.cfg.masked_regions);
@@ -586,7 +588,7 @@ impl Engine {
                 } else {
                     r.region
                 },
-                display_scale: 1.0,
+                display_scale: scale,
                 logical_size: Some(logical_size),
                 meta: ScreenshotMeta {
                     origin,

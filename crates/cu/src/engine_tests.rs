@@ -92,8 +92,16 @@ mod fake {
         }
     }
     impl Capture for Fake {
-        fn capture(&self, _r: [i64; 4], _c: bool) -> CuResult<Image> {
-            Err(CuError::internal("no"))
+        /// Physical pixels: the Retina primary (x < 1512) at twice its DCS size.
+        fn capture(&self, r: [i64; 4], _c: bool) -> CuResult<Image> {
+            let scale = if r[0] < 1512 { 2 } else { 1 };
+            let width = u32::try_from((r[2] - r[0]) * scale).unwrap();
+            let height = u32::try_from((r[3] - r[1]) * scale).unwrap();
+            Ok(Image {
+                width,
+                height,
+                rgb: vec![0; width as usize * height as usize * 3],
+            })
         }
         fn capture_window(&self, _h: u64) -> CuResult<(Image, [i64; 2])> {
             Err(CuError::internal("no"))
@@ -416,4 +424,32 @@ fn this_os_advertises_exactly_what_answers() {
         .filter(|n| !refused.contains(n))
         .collect();
     assert_eq!(e.features().fine, expected);
+}
+
+/// 4.1: `display_scale` is the backend's scale of the target display, 2.0 on the double's
+/// Retina primary and 1.0 on its second display, never a constant.
+#[test]
+fn screenshots_carry_the_backends_display_scale() {
+    let (e, _f, feats) = fake_engine();
+    let s = SessionState::default();
+    let ctx = Ctx {
+        session: &s,
+        features: &feats,
+        max_file_size: 1 << 24,
+    };
+    let shot = |json: serde_json::Value| {
+        let r: ScreenshotRequest = serde_json::from_value(json).unwrap();
+        match e.handle(ctx, Request::Screenshot(r)).reply.unwrap() {
+            Reply::Screenshot(s) => s,
+            _ => panic!("expected a screenshot"),
+        }
+    };
+    let primary = shot(serde_json::json!({"format": "png", "region": [0, 0, 100, 50]}));
+    assert_eq!(primary.display_scale, 2.0);
+    assert_eq!((primary.width, primary.height), (200, 100));
+    assert_eq!(primary.logical_size, Some([1512, 982]));
+    let second =
+        shot(serde_json::json!({"format": "png", "monitor": 1, "region": [1600, 0, 1700, 50]}));
+    assert_eq!(second.display_scale, 1.0);
+    assert_eq!((second.width, second.height), (100, 50));
 }
