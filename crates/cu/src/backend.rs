@@ -121,6 +121,12 @@ pub trait Input: Send + Sync {
     fn move_to(&self, p: [i64; 2]) -> CuResult<()>;
     /// Presses or releases a button.
     fn button(&self, b: Button, down: bool) -> CuResult<()>;
+    /// Whether [`Input::button`] can press `b` here. The engine checks it before the first
+    /// event of an action, so an action with a button the OS cannot press sends nothing.
+    fn has_button(&self, b: Button) -> bool {
+        let _ = b;
+        true
+    }
     /// Presses or releases a key.
     fn key(&self, k: Key, down: bool) -> CuResult<()>;
     /// Whether the key producing `c` on the active layout needs Shift.

@@ -648,6 +648,23 @@ impl Engine {
             .flatten()
             .map(|m| parse_modifier(m).map(Key::Mod))
             .collect::<CuResult<_>>()?;
+        // Validate before acting: a button this backend cannot press fails before the
+        // pointer moves.
+        let button = match a.action {
+            A::MiddleClick => Some(Button::Middle),
+            A::RightClick => Some(Button::Right),
+            A::LeftClick | A::DoubleClick | A::TripleClick => Some(Button::Left),
+            A::MouseDown | A::MouseUp | A::Drag => Some(button_of(a.button)),
+            _ => None,
+        };
+        if let Some(b) = button
+            && !input.has_button(b)
+        {
+            return Err(CuError::unsupported(
+                "input.click.button",
+                format!("the {b:?} button cannot be pressed on this OS in this build"),
+            ));
+        }
         match a.action {
             A::LeftClick | A::RightClick | A::MiddleClick | A::DoubleClick | A::TripleClick => {
                 let c = a.coordinate.ok_or_else(|| required("coordinate"))?;

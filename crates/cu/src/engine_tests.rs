@@ -59,6 +59,8 @@ mod fake {
     pub(super) struct Fake {
         /// The fine features it always refuses (the portable backend's rule per OS).
         pub(super) refuses: &'static [&'static str],
+        /// Has no middle button (as the portable backend on macOS).
+        pub(super) no_middle: bool,
         pub(super) log: Mutex<Vec<String>>,
         pub(super) clip: Mutex<ClipboardState>,
         /// Added to the counter by every write (simulates other writers).
@@ -118,6 +120,9 @@ mod fake {
                 .unwrap()
                 .push(format!("button {b:?} {down}"));
             Ok(())
+        }
+        fn has_button(&self, b: Button) -> bool {
+            !(self.no_middle && b == Button::Middle)
         }
         fn key(&self, k: Key, down: bool) -> CuResult<()> {
             self.log.lock().unwrap().push(format!("key {k:?} {down}"));
@@ -452,4 +457,57 @@ fn screenshots_carry_the_backends_display_scale() {
         shot(serde_json::json!({"format": "png", "monitor": 1, "region": [1600, 0, 1700, 50]}));
     assert_eq!(second.display_scale, 1.0);
     assert_eq!((second.width, second.height), (100, 50));
+}
+
+/// Issue 27 point 4: a button the backend cannot press fails before any event, so the
+/// pointer does not move first; the other buttons still act.
+#[test]
+fn a_button_the_backend_lacks_fails_before_the_pointer_moves() {
+    let f = std::sync::Arc::new(fake::Fake {
+        no_middle: true,
+        ..fake::Fake::default()
+    });
+    let e = Engine::new(
+        fake::desktop(f.clone()),
+        EngineConfig {
+            enable_clipboard: false,
+            enable_clipboard_read_foreign: false,
+            max_screenshots_per_minute: 10,
+            masked_regions: Vec::new(),
+        },
+        std::sync::Arc::new(crate::policy::ManualClock::default()),
+    );
+    let feats = e.features();
+    let s = SessionState::default();
+    let ctx = Ctx {
+        session: &s,
+        features: &feats,
+        max_file_size: 1 << 20,
+    };
+    for json in [
+        r#"{"action":"middle_click","coordinate":[10,10]}"#,
+        r#"{"action":"mouse_down","coordinate":[10,10],"button":"middle"}"#,
+        r#"{"action":"drag","path":[[10,10],[20,20]],"button":"middle"}"#,
+    ] {
+        let err = e
+            .handle(ctx, Request::Input(action(json)))
+            .reply
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::FeatureNotSupported, "{json}");
+    }
+    assert!(
+        f.log.lock().unwrap().is_empty(),
+        "{:?}",
+        f.log.lock().unwrap()
+    );
+    e.handle(
+        ctx,
+        Request::Input(action(r#"{"action":"right_click","coordinate":[10,10]}"#)),
+    )
+    .reply
+    .unwrap();
+    assert_eq!(
+        *f.log.lock().unwrap(),
+        ["move [10, 10]", "button Right true", "button Right false"]
+    );
 }

@@ -444,6 +444,11 @@ impl Input for Portable {
         })
     }
 
+    /// rdev's macOS simulation has no middle button (it fails the event).
+    fn has_button(&self, b: Button) -> bool {
+        !(self.kind == HostKind::MacOs && b == Button::Middle)
+    }
+
     fn button(&self, b: Button, down: bool) -> CuResult<()> {
         let b = match b {
             Button::Left => rdev::Button::Left,
