@@ -116,7 +116,7 @@ pub fn portable_refuses(kind: HostKind) -> &'static [&'static str] {
 pub fn not_available(kind: HostKind) -> &'static [&'static str] {
     match kind {
         HostKind::X11 => &[],
-        HostKind::Windows => &["clipboard concealment markers and change counter"],
+        HostKind::Windows => &[],
         HostKind::MacOs => &[
             "pointer position",
             "window focus",

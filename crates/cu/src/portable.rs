@@ -673,14 +673,31 @@ impl Clipboard for Portable {
         use copypasta::ClipboardProvider;
         let mut ctx = copypasta::ClipboardContext::new()
             .map_err(|_| CuError::dependency("clipboard", "clipboard.read"))?;
+        // Windows: the counter before the markers and the text, so a copy made meanwhile
+        // shows as a changed counter rather than passing as ours (4.7.4).
+        #[cfg(target_os = "windows")]
+        let counter = Some(crate::win32::clipboard_sequence());
+        #[cfg(not(target_os = "windows"))]
+        let counter = None;
+        #[cfg(target_os = "windows")]
+        if let Some(marker) = crate::win32::clipboard_marker()? {
+            return Ok(ClipboardState {
+                text: None,
+                counter,
+                marker: Some(marker),
+            });
+        }
         Ok(ClipboardState {
             text: ctx.get_contents().ok(),
-            counter: None,
+            counter,
             marker: None,
         })
     }
 
     fn counter(&self) -> Option<u64> {
+        #[cfg(target_os = "windows")]
+        return Some(crate::win32::clipboard_sequence());
+        #[cfg(not(target_os = "windows"))]
         None
     }
 
@@ -690,6 +707,9 @@ impl Clipboard for Portable {
             .map_err(|_| CuError::dependency("clipboard", "clipboard.write"))?;
         ctx.set_contents(text.to_owned())
             .map_err(|e| CuError::internal(format!("clipboard write failed: {e}")))?;
+        #[cfg(target_os = "windows")]
+        return Ok(Some(crate::win32::clipboard_sequence()));
+        #[cfg(not(target_os = "windows"))]
         Ok(None)
     }
 }
