@@ -20,7 +20,7 @@ enum Kind {
     StrList,
 }
 
-/// Every key of 4.3, plus the tuning keys of this implementation ([addition]; they exist so
+/// Every key of 4.3, plus the tuning keys of this implementation (\[addition\]; they exist so
 /// that tests and slow links can shorten or stretch intervals; the defaults are the
 /// protocol's).
 const KEYS: &[(&str, Kind)] = &[
@@ -182,7 +182,7 @@ impl ConfigSources {
     }
 }
 
-/// Intervals of the protocol, configurable for tests ([addition]).
+/// Intervals of the protocol, configurable for tests (\[addition\]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tuning {
     /// Periodic `STATUS` (10.5): 30 s.
@@ -240,7 +240,7 @@ pub struct Settings {
     pub oauth_client_id: String,
     /// `oauth_redirect_port`.
     pub oauth_redirect_port: u16,
-    /// `oauth_issuer` [addition]: an OpenID Connect issuer whose discovery document supplies
+    /// `oauth_issuer` \[addition\]: an OpenID Connect issuer whose discovery document supplies
     /// the OAuth endpoints; `None` = the platform's fixed endpoints (3.2).
     pub oauth_issuer: Option<String>,
     /// Trimmed legacy session id; `None` = machine control mode.
@@ -303,12 +303,12 @@ pub struct Settings {
     pub reconnect_jitter_seconds: f64,
     /// `ollama_url`.
     pub ollama_url: String,
-    /// `command_policy_file` [addition]: the command policy; `None` allows every command.
+    /// `command_policy_file` \[addition\]: the command policy; `None` allows every command.
     pub command_policy_file: Option<PathBuf>,
-    /// `approval_timeout_seconds` [addition]: how long a `prompt` command waits for the
+    /// `approval_timeout_seconds` \[addition\]: how long a `prompt` command waits for the
     /// local user before it is denied (25 s: the platform gives up on a request after 30 s).
     pub approval_timeout: Duration,
-    /// `console` [addition]: serve the local web console on 127.0.0.1 from start (otherwise
+    /// `console` \[addition\]: serve the local web console on 127.0.0.1 from start (otherwise
     /// it starts on the first `autogpt-shim console`).
     pub console: bool,
     /// The hardware keys (COMPUTER_USE_HW.md 9).

@@ -21,6 +21,12 @@ pub(crate) struct Report {
 }
 
 impl Report {
+    /// Whether a line with `label` was printed.
+    #[cfg_attr(not(windows), allow(dead_code))]
+    pub(crate) fn has(&self, label: &str) -> bool {
+        self.lines.contains_key(label)
+    }
+
     pub(crate) fn get(&self, label: &str) -> (&str, &str) {
         let (m, d) = self
             .lines

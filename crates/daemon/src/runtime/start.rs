@@ -39,7 +39,7 @@ use crate::runtime::machine::Tokens;
 pub struct StartDeps {
     /// Where tokens and the audit key live.
     pub store: Box<dyn CredentialStore>,
-    /// The [compat] legacy audit-key file and its passphrase, if any.
+    /// The \[compat\] legacy audit-key file and its passphrase, if any.
     pub legacy_key: Option<(std::path::PathBuf, Secret)>,
     /// Cancelled to stop the daemon (signals).
     pub shutdown: CancellationToken,
