@@ -109,6 +109,9 @@ enum ConnEnd {
     Error { handshook: bool },
     /// Closed with 4403 during the handshake (binding mismatch on newer platforms).
     Forbidden,
+    /// No connection could be made, for a reason the user can act on (the proxy refused,
+    /// the certificate is not trusted); backs off like `Error { handshook: false }`.
+    Unreachable(String),
     /// The runtime ends.
     Terminal(Outcome),
 }
@@ -324,12 +327,17 @@ impl Runtime {
             let end = self.connection(&board).await;
             let why = match &end {
                 ConnEnd::Terminal(_) => None,
-                ConnEnd::Clean => Some("closed cleanly by the platform"),
-                ConnEnd::Forbidden => Some("the platform refused the handshake (4403)"),
-                ConnEnd::Error { handshook: true } => Some("the connection was lost"),
-                ConnEnd::Error { handshook: false } => Some("the connection could not be made"),
+                ConnEnd::Clean => Some("closed cleanly by the platform".to_owned()),
+                ConnEnd::Forbidden => Some("the platform refused the handshake (4403)".to_owned()),
+                ConnEnd::Error { handshook: true } => Some("the connection was lost".to_owned()),
+                ConnEnd::Error { handshook: false } => {
+                    Some("the connection could not be made".to_owned())
+                }
+                ConnEnd::Unreachable(reason) => {
+                    Some(format!("the connection could not be made: {reason}"))
+                }
             };
-            if let Some(why) = why {
+            if let Some(why) = &why {
                 board.reconnecting(why);
                 if !matches!(end, ConnEnd::Clean) {
                     self.machine
@@ -359,6 +367,11 @@ impl Runtime {
                             "the platform refused this connection {forbidden} times in a row with 4403 (the session is not bound to this machine and folder)"
                         )));
                     }
+                    let d = backoff_delay(s.reconnect_base_delay, s.reconnect_max_delay, attempt);
+                    attempt = attempt.saturating_add(1);
+                    d
+                }
+                ConnEnd::Unreachable(_) => {
                     let d = backoff_delay(s.reconnect_base_delay, s.reconnect_max_delay, attempt);
                     attempt = attempt.saturating_add(1);
                     d
@@ -626,10 +639,20 @@ impl Runtime {
             let config = WebSocketConfig::default()
                 .max_message_size(Some(MAX_FRAME_BYTES))
                 .max_frame_size(Some(MAX_FRAME_BYTES));
-            let attempt = tokio::time::timeout(
-                s.tuning.handshake_timeout,
-                tokio_tungstenite::connect_async_with_config(req, Some(config), true),
-            );
+            let net = self.machine.net.clone();
+            let parsed = parsed.clone();
+            let attempt = tokio::time::timeout(s.tuning.handshake_timeout, async move {
+                // Direct or through the proxy, then TLS with the one trust store.
+                let tcp = net.connect(&parsed).await.map_err(ConnectError::Net)?;
+                tokio_tungstenite::client_async_tls_with_config(
+                    req,
+                    tcp,
+                    Some(config),
+                    Some(tokio_tungstenite::Connector::Rustls(net.tls())),
+                )
+                .await
+                .map_err(ConnectError::Ws)
+            });
             let r = tokio::select! {
                 r = attempt => r,
                 () = self.stop.cancelled() => return Err(ConnEnd::Terminal(Outcome::Stopped)),
@@ -637,7 +660,11 @@ impl Runtime {
             };
             match r {
                 Ok(Ok((ws, _))) => return Ok(ws),
-                Ok(Err(tungstenite::Error::Http(resp))) => {
+                Ok(Err(ConnectError::Net(e))) => {
+                    tracing::warn!(error = %e, url, "connect failed; will retry");
+                    return Err(ConnEnd::Unreachable(e.to_string()));
+                }
+                Ok(Err(ConnectError::Ws(tungstenite::Error::Http(resp)))) => {
                     let status = resp.status().as_u16();
                     match status {
                         401 | 403 if retried => {
@@ -663,7 +690,11 @@ impl Runtime {
                         }
                     }
                 }
-                Ok(Err(e)) => {
+                Ok(Err(ConnectError::Ws(e))) => {
+                    if let Some(u) = shim_auth::net::untrusted_issuer(&e) {
+                        tracing::warn!(error = %u, url, "connect failed; will retry");
+                        return Err(ConnEnd::Unreachable(u.to_string()));
+                    }
                     tracing::warn!(error = %e, url, "connect failed; will retry");
                     return Err(ConnEnd::Error { handshook: false });
                 }
@@ -693,7 +724,9 @@ impl Runtime {
                 Ok(t)
             }
             Err(RefreshFailure::Terminal(e)) => Err(ConnEnd::Terminal(Outcome::Failed(e))),
-            Err(RefreshFailure::Transient) => Err(ConnEnd::Error { handshook: false }),
+            Err(RefreshFailure::Transient(why)) => Err(ConnEnd::Unreachable(format!(
+                "the token refresh failed: {why}"
+            ))),
         }
     }
 
@@ -823,7 +856,9 @@ impl Runtime {
             ConnEnd::Terminal(Outcome::Revoked) if silenced.load(Ordering::SeqCst) => {
                 Some((codes::SESSION_REVOKED, "session_revoked".to_owned()))
             }
-            ConnEnd::Error { .. } | ConnEnd::Forbidden => Some((codes::GOING_AWAY, String::new())),
+            ConnEnd::Error { .. } | ConnEnd::Forbidden | ConnEnd::Unreachable(_) => {
+                Some((codes::GOING_AWAY, String::new()))
+            }
             _ => None,
         };
         let closing = close.is_some();
@@ -837,7 +872,9 @@ impl Runtime {
         }
         let reason = match &end {
             ConnEnd::Clean => "clean_exit".to_owned(),
-            ConnEnd::Error { .. } | ConnEnd::Forbidden => "loop_error: connection lost".to_owned(),
+            ConnEnd::Error { .. } | ConnEnd::Forbidden | ConnEnd::Unreachable(_) => {
+                "loop_error: connection lost".to_owned()
+            }
             ConnEnd::Terminal(Outcome::Stopped) => "clean_exit".to_owned(),
             ConnEnd::Terminal(Outcome::Revoked) => return end,
             ConnEnd::Terminal(Outcome::Failed(e)) => format!("loop_error: {e}"),
@@ -1280,6 +1317,13 @@ async fn handle(
 
 fn cap_label(cap: &Capability) -> &str {
     cap.as_str()
+}
+
+/// Why a WebSocket could not be opened: the TCP path (direct or through the proxy) or the
+/// TLS / upgrade on top of it.
+enum ConnectError {
+    Net(shim_auth::net::NetError),
+    Ws(tungstenite::Error),
 }
 
 type WsStream =
