@@ -21,6 +21,7 @@ mod hw;
 mod isolated;
 mod legacy;
 mod llm;
+mod net;
 #[cfg(target_os = "linux")]
 mod notify;
 mod oauth;
