@@ -527,3 +527,60 @@ async fn socks5_resolves_the_platform_locally() {
         "addresses, not names: {all:?}"
     );
 }
+
+#[tokio::test]
+async fn doctor_shows_the_proxy_and_whether_a_tunnel_opens() {
+    use crate::suite::doctor::doctor;
+    let site = Site::new(HIDDEN_HOST).await;
+    let ca = site.ca_file();
+    let base = site.base();
+    let (pport, seen) = http_proxy(Some((PROXY_USER, PROXY_PASSWORD))).await;
+    let good = format!("http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{pport}");
+    let vars = |proxy: &str| {
+        vec![
+            ("AUTOGPT_SHIM_PLATFORM_URL", base.clone()),
+            ("AUTOGPT_SHIM_PLATFORM_WS_URL", String::new()),
+            ("AUTOGPT_SHIM_TLS_CA_FILE", ca.to_str().unwrap().to_owned()),
+            ("HTTPS_PROXY", proxy.to_owned()),
+        ]
+    };
+    let run = |v: Vec<(&'static str, String)>| {
+        let env = &site.env;
+        async move {
+            let v: Vec<(&str, &str)> = v.iter().map(|(k, x)| (*k, x.as_str())).collect();
+            doctor(env, &[], &v).await
+        }
+    };
+    let r = run(vars(&good)).await;
+    let (marker, detail) = r.get("proxy");
+    assert_eq!(marker, "OK", "{detail}");
+    assert!(
+        detail.contains(&format!("http://127.0.0.1:{pport}")),
+        "{detail}"
+    );
+    assert!(
+        detail.contains(&format!("a tunnel to {HIDDEN_HOST}:{} opened", site.port)),
+        "{detail}"
+    );
+    let (marker, detail) = r.get("trust_store");
+    assert_eq!(marker, "OK", "{detail}");
+    assert!(detail.contains("1 from tls_ca_file"), "{detail}");
+    assert_eq!(
+        seen.all(),
+        vec![format!("CONNECT {HIDDEN_HOST}:{} auth=ok", site.port)]
+    );
+
+    let wrong = format!("http://{PROXY_USER}:wrong-{PROXY_PASSWORD}@127.0.0.1:{pport}");
+    let r = run(vars(&wrong)).await;
+    let (marker, detail) = r.get("proxy");
+    assert_eq!(marker, "WARN", "{detail}");
+    assert!(detail.contains("407"), "{detail}");
+    assert!(!r.raw().contains(PROXY_PASSWORD), "password shown");
+
+    let mut direct = vars("");
+    direct.push(("NO_PROXY", HIDDEN_HOST.to_owned()));
+    let r = run(direct).await;
+    let (marker, detail) = r.get("proxy");
+    assert_eq!(marker, "INFO", "{detail}");
+    assert!(detail.starts_with("none"), "{detail}");
+}
