@@ -47,6 +47,13 @@ struct Pki {
 }
 
 fn pki() -> Pki {
+    pki_named(CA_NAME)
+}
+
+/// As [`pki`], with a CA named `ca_name` (the system-store test uses its own name: a CA of
+/// the same name in the system store would make the other tests' refusals a bad
+/// signature instead of an unknown issuer while it is installed).
+fn pki_named(ca_name: &str) -> Pki {
     use rcgen::BasicConstraints;
     use rcgen::CertificateParams;
     use rcgen::DnType;
@@ -56,7 +63,7 @@ fn pki() -> Pki {
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name.push(DnType::CommonName, CA_NAME);
+    ca.distinguished_name.push(DnType::CommonName, ca_name);
     ca.distinguished_name
         .push(DnType::OrganizationName, "Test Corp");
     let ca_cert = ca.self_signed(&ca_key).unwrap();
@@ -304,8 +311,13 @@ impl Site {
             host,
         };
         let (_, refresh) = site.env.peer.issue_tokens();
+        site.store_refresh(&refresh);
+        site
+    }
+
+    fn store_refresh(&self, refresh: &str) {
         let store = EncryptedFileStore::with_params(
-            &site.env.dir.path().join("creds"),
+            &self.env.dir.path().join("creds"),
             Secret::new(PASSPHRASE),
             KdfParams::MIN_ACCEPTED,
         )
@@ -314,12 +326,11 @@ impl Site {
             .set(
                 &shim_auth::account::refresh_token(&format!(
                     "autogpt-local-executor@{}",
-                    site.base()
+                    self.base()
                 )),
-                &Secret::new(refresh.as_str()),
+                &Secret::new(refresh),
             )
             .unwrap();
-        site
     }
 
     fn base(&self) -> String {
@@ -353,9 +364,22 @@ impl Site {
     /// returned.
     async fn assert_refused(&self, child: Child) -> String {
         self.env.assert_no_connection(Duration::from_secs(3)).await;
+        let status = self.last_disconnect().await;
         sigterm(&child);
         let (_, out, err) = finish(child, T).await;
-        format!("{out}{err}")
+        format!("{out}{err}\n--- status last_disconnect: {status}")
+    }
+
+    /// `status --json`: why the control connection's last attempt ended.
+    async fn last_disconnect(&self) -> String {
+        let c = self.env.command(&["status", "--json"]).spawn().unwrap();
+        let (code, out, err) = finish(c, T).await;
+        assert_eq!(code, 0, "{out}{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["connections"][0]["last_disconnect"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
 }
 
@@ -405,6 +429,11 @@ async fn an_untrusted_ca_is_refused_with_its_name_for_oauth_and_websocket() {
         "the issuer is named: {out}"
     );
     assert!(out.contains("tls_ca_file"), "says what to do: {out}");
+    let status = out.rsplit("--- status last_disconnect: ").next().unwrap();
+    assert!(
+        status.contains("certificate not trusted") && status.contains(CA_NAME),
+        "status says why: {status}"
+    );
 
     // An access token too: the WebSocket is refused the same way.
     let site = Site::new("localhost").await;
@@ -424,6 +453,11 @@ async fn an_untrusted_ca_is_refused_with_its_name_for_oauth_and_websocket() {
     let child = site.start(&[]);
     let out = site.assert_refused(child).await;
     assert!(out.contains(CA_NAME), "the issuer is named: {out}");
+    let status = out.rsplit("--- status last_disconnect: ").next().unwrap();
+    assert!(
+        status.contains("certificate not trusted") && status.contains(CA_NAME),
+        "status says why: {status}"
+    );
     assert!(
         site.env.peer.rejections().is_empty(),
         "no upgrade reached the peer"
@@ -471,6 +505,11 @@ async fn wrong_proxy_credentials_give_a_clear_error_without_the_password() {
     );
     assert!(out.contains("407"), "{out}");
     assert!(out.contains("refused the credentials"), "{out}");
+    let status = out.rsplit("--- status last_disconnect: ").next().unwrap();
+    assert!(
+        status.contains("refused the credentials"),
+        "status says why: {status}"
+    );
     assert_no_secret(&site, &out);
 }
 
@@ -583,4 +622,84 @@ async fn doctor_shows_the_proxy_and_whether_a_tunnel_opens() {
     let (marker, detail) = r.get("proxy");
     assert_eq!(marker, "INFO", "{detail}");
     assert!(detail.starts_with("none"), "{detail}");
+}
+
+/// Our CA in the system trust store (Debian's `/usr/local/share/ca-certificates` and
+/// `update-ca-certificates`) for as long as it lives; removed again on drop, so also when
+/// the test fails (a panic unwinds through it). Leftovers of a killed run are removed
+/// before installing.
+#[cfg(target_os = "linux")]
+struct SystemCa {
+    file: PathBuf,
+}
+
+#[cfg(target_os = "linux")]
+impl SystemCa {
+    const DIR: &'static str = "/usr/local/share/ca-certificates";
+    const PREFIX: &'static str = "autogpt-shim-test-";
+
+    /// `None` (the test is skipped, and says so) unless root with update-ca-certificates.
+    fn install(pem: &str) -> Option<SystemCa> {
+        let tool = std::path::Path::new("/usr/sbin/update-ca-certificates");
+        if !rustix::process::geteuid().is_root() || !tool.exists() {
+            eprintln!("skipped: needs root and update-ca-certificates");
+            return None;
+        }
+        for e in std::fs::read_dir(Self::DIR).ok()?.flatten() {
+            if e.file_name().to_string_lossy().starts_with(Self::PREFIX) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        let file =
+            PathBuf::from(Self::DIR).join(format!("{}{}.crt", Self::PREFIX, std::process::id()));
+        std::fs::write(&file, pem).unwrap();
+        let guard = SystemCa { file };
+        guard.update();
+        Some(guard)
+    }
+
+    fn update(&self) {
+        let out = std::process::Command::new("/usr/sbin/update-ca-certificates")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for SystemCa {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+        let _ = std::process::Command::new("/usr/sbin/update-ca-certificates").output();
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_ca_in_the_system_trust_store_is_trusted_for_oauth_and_websocket() {
+    let mut site = Site::new("localhost").await;
+    site.pki = pki_named("Test Corp System Store CA");
+    site.port = tls_front(site.pki.server.clone(), site.env.peer.addr()).await;
+    // The refresh token is stored under the base with the old port: store it again.
+    let (_, refresh) = site.env.peer.issue_tokens();
+    site.store_refresh(&refresh);
+    let Some(installed) = SystemCa::install(&site.pki.ca_pem) else {
+        return;
+    };
+    let child = site.start(&[]);
+    site.assert_serving().await;
+    stop_cleanly(child).await;
+    drop(installed);
+    // Removed again: a new daemon refuses the same CA.
+    let bundle = std::fs::read_to_string("/etc/ssl/certs/ca-certificates.crt").unwrap();
+    let body: String = site
+        .pki
+        .ca_pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    assert!(
+        !bundle.lines().collect::<String>().contains(&body),
+        "the test CA is still in the system bundle"
+    );
 }
