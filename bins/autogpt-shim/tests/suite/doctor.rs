@@ -30,6 +30,7 @@ impl Report {
     }
 
     /// Everything the command printed (stdout, then stderr).
+    #[cfg_attr(not(unix), allow(dead_code))]
     pub(crate) fn raw(&self) -> &str {
         &self.raw
     }
