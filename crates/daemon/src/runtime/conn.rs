@@ -392,8 +392,14 @@ impl Runtime {
                 delay_ms = delay.as_millis() as u64,
                 "reconnecting after a delay"
             );
+            let mut changes = self.machine.net_changed.subscribe();
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
+                Ok(()) = changes.changed() => {
+                    // The network changed: try again now, from the first backoff step.
+                    tracing::info!("network changed; reconnecting now");
+                    attempt = 0;
+                }
                 () = self.stop.cancelled() => return Outcome::Stopped,
                 () = self.machine.shutdown.cancelled() => return Outcome::Stopped,
                 () = failed.cancelled() => return self.audit_failed_outcome(),
@@ -795,6 +801,8 @@ impl Runtime {
         );
         let mut awaiting_pong: Option<Instant> = None;
         let failed = self.audit.failed_token();
+        let mut changes = self.machine.net_changed.subscribe();
+        changes.mark_unchanged();
 
         let end = loop {
             tokio::select! {
@@ -827,6 +835,16 @@ impl Runtime {
                     if awaiting_pong.is_none() {
                         awaiting_pong = Some(Instant::now());
                     }
+                    let _ = conn.out.send(Out::Ping);
+                }
+                Ok(()) = changes.changed() => {
+                    // Probe now with a short deadline: a pong within PROBE_TIMEOUT, or the
+                    // link is taken as dead (2.4's ping and pong, sooner).
+                    let probe = crate::runtime::netwatch::PROBE_TIMEOUT;
+                    let since = Instant::now()
+                        .checked_sub(tuning.ws_pong_timeout.saturating_sub(probe))
+                        .unwrap_or_else(Instant::now);
+                    awaiting_pong = Some(awaiting_pong.map_or(since, |a| a.min(since)));
                     let _ = conn.out.send(Out::Ping);
                 }
                 () = tokio::time::sleep(pong_wait(awaiting_pong, tuning.ws_pong_timeout)), if awaiting_pong.is_some() => {

@@ -168,6 +168,8 @@ pub(crate) struct Machine {
     pub(crate) settings: Settings,
     /// The trust store and proxy rules of every connection to the platform.
     pub(crate) net: Arc<shim_auth::net::Net>,
+    /// Bumped on a wake-up or a local address change (runtime/netwatch.rs).
+    pub(crate) net_changed: tokio::sync::watch::Sender<u64>,
     pub(crate) identity: Identity,
     pub(crate) audit: Auditor,
     pub(crate) audit_key: AuditKey,

@@ -325,6 +325,11 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     let machine = Arc::new(Machine {
         settings: settings.clone(),
         net,
+        net_changed: {
+            let (tx, _) = tokio::sync::watch::channel(0);
+            crate::runtime::netwatch::spawn(tx.clone());
+            tx
+        },
         identity,
         audit: audit.clone(),
         audit_key: key,
