@@ -762,8 +762,9 @@ struct ExtraAddress(&'static str);
 #[cfg(target_os = "linux")]
 impl ExtraAddress {
     fn add(addr: &'static str) -> Option<ExtraAddress> {
-        if !rustix::process::geteuid().is_root() {
-            eprintln!("skipped: adding an address needs root");
+        let ip = std::process::Command::new("ip").arg("-V").output();
+        if !rustix::process::geteuid().is_root() || !ip.is_ok_and(|o| o.status.success()) {
+            eprintln!("skipped: adding an address needs root and `ip` (iproute2)");
             return None;
         }
         let _ = std::process::Command::new("ip")
