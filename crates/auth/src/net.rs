@@ -98,13 +98,15 @@ pub enum NetError {
         /// Why.
         reason: String,
     },
-    /// The proxy asked for credentials or refused the ones given (HTTP 407).
+    /// The proxy asked for credentials or refused the ones given (HTTP 407, SOCKS5 1929).
     #[error(
-        "the proxy {proxy} refused the credentials (407 Proxy Authentication Required); check the user name and password in the proxy URL"
+        "the proxy {proxy} refused the credentials ({answer}); check the user name and password in the proxy URL"
     )]
     ProxyAuth {
         /// The proxy, without credentials.
         proxy: String,
+        /// What it answered.
+        answer: &'static str,
     },
     /// The proxy would not open a tunnel to the target.
     #[error("the proxy {proxy} refused to connect to {target}: {reason}")]
@@ -278,9 +280,8 @@ impl ProxyRules {
             }
         }
         let intercept = self.matcher.intercept(&uri)?;
-        // An https:// proxy (TLS to the proxy itself) is not supported: go through it as
-        // plain http would leak nothing but would not be what the user asked for, so the
-        // connection fails in `connect` with a clear error instead.
+        // An https:// proxy from the environment (TLS to the proxy itself) is returned as
+        // is: reqwest can use it, `Net::connect` refuses it with `BadProxy`.
         Some(ProxyRoute { intercept })
     }
 }
@@ -472,6 +473,7 @@ async fn through(route: &ProxyRoute, host: &str, port: u16) -> Result<TcpStream,
                 if text.contains("authorization required") {
                     NetError::ProxyAuth {
                         proxy: proxy.clone(),
+                        answer: "407 Proxy Authentication Required",
                     }
                 } else if text.contains("failed to create underlying connection") {
                     NetError::ProxyUnreachable {
@@ -494,15 +496,20 @@ async fn through(route: &ProxyRoute, host: &str, port: u16) -> Result<TcpStream,
                 s = s.with_auth(u, p);
             }
             let io = s.call(dst).await.map_err(|e| {
+                // hyper-util's SocksError is not exported: its Display tells the cases apart
+                // (the wrong-credentials test fails if that text changes).
                 let text = source_text(&e);
-                if text.contains("Inner") || text.contains("connect") {
+                if text.contains("failed to create underlying connection") {
                     NetError::ProxyUnreachable {
                         proxy: proxy.clone(),
                         reason: text,
                     }
-                } else if text.contains("uth") {
+                } else if text.contains("credentials not accepted")
+                    || text.contains("user/pass authentication")
+                {
                     NetError::ProxyAuth {
                         proxy: proxy.clone(),
+                        answer: "SOCKS5 user name / password not accepted",
                     }
                 } else {
                     NetError::ProxyRefused {

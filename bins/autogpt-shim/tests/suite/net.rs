@@ -548,6 +548,44 @@ async fn socks5h_resolves_the_platform_at_the_proxy() {
 }
 
 #[tokio::test]
+async fn wrong_socks5_credentials_give_a_clear_error_without_the_password() {
+    let site = Site::new(HIDDEN_HOST).await;
+    let ca = site.ca_file();
+    let (sport, seen) = socks5_proxy(Some((PROXY_USER, "the-right-one"))).await;
+    let proxy = format!("socks5h://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{sport}");
+    // An access token too, so that the WebSocket (not only OAuth) meets the proxy.
+    let (access, _) = site.env.peer.issue_tokens();
+    EncryptedFileStore::with_params(
+        &site.env.dir.path().join("creds"),
+        Secret::new(PASSPHRASE),
+        KdfParams::MIN_ACCEPTED,
+    )
+    .unwrap()
+    .set(
+        &shim_auth::account::access_token(&format!("autogpt-local-executor@{}", site.base())),
+        &Secret::new(access.as_str()),
+    )
+    .unwrap();
+    let child = site.start(&[
+        ("ALL_PROXY", proxy.as_str()),
+        ("SSL_CERT_FILE", ca.to_str().unwrap()),
+    ]);
+    let out = site.assert_refused(child).await;
+    assert!(
+        seen.all().iter().all(|s| s == "SOCKS5 auth=wrong"),
+        "{:?}",
+        seen.all()
+    );
+    assert!(
+        out.contains(&format!(
+            "the proxy socks5h://127.0.0.1:{sport} refused the credentials (SOCKS5"
+        )),
+        "{out}"
+    );
+    assert_no_secret(&site, &out);
+}
+
+#[tokio::test]
 async fn socks5_resolves_the_platform_locally() {
     let site = Site::new("localhost").await;
     let ca = site.ca_file();
