@@ -553,7 +553,7 @@ async fn wrong_socks5_credentials_give_a_clear_error_without_the_password() {
     let ca = site.ca_file();
     let (sport, seen) = socks5_proxy(Some((PROXY_USER, "the-right-one"))).await;
     let proxy = format!("socks5h://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{sport}");
-    // An access token too, so that the WebSocket (not only OAuth) meets the proxy.
+    // An access token too: the WebSocket upgrade (not OAuth) is what meets the proxy here.
     let (access, _) = site.env.peer.issue_tokens();
     EncryptedFileStore::with_params(
         &site.env.dir.path().join("creds"),
