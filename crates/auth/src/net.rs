@@ -15,7 +15,7 @@
 //!
 //! # Proxies
 //!
-//! The rules are hyper-util's [`Matcher`](hyper_util::client::proxy::matcher::Matcher),
+//! The rules are hyper-util's `Matcher` (`hyper_util::client::proxy::matcher`),
 //! the code reqwest itself uses: `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` (and lower case),
 //! `NO_PROXY` (host and domain suffixes, IP addresses and CIDR ranges, `*`); when no variable
 //! is set, the macOS and Windows system proxy settings. On top of that, `NO_PROXY` entries
