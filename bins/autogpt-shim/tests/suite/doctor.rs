@@ -35,6 +35,12 @@ impl Report {
         (m.as_str(), d.as_str())
     }
 
+    /// Everything the command printed (stdout, then stderr).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub(crate) fn raw(&self) -> &str {
+        &self.raw
+    }
+
     fn marker(&self, label: &str) -> &str {
         self.get(label).0
     }
@@ -93,6 +99,8 @@ async fn legacy_mode_with_everything_in_place_passes_and_creates_the_root() {
             "audit_log",
             "audit_key",
             "credentials",
+            "trust_store",
+            "proxy",
             "recording",
             "local_llm",
             "hardware",

@@ -15,6 +15,7 @@
 //! * `hw`: hardware advertisement and the PROPOSED operations.
 //! * `desktop` (Linux): the isolated desktop's X server and window manager.
 //! * `cu`: computer-use state and dispatch.
+//! * `netwatch`: wake-up and address-change detection.
 //! * `machine`: the process-wide state (settings, identity, audit, limits, tokens).
 //! * `status`: the `status` snapshot built from the machine and the board.
 //! * `data`: dispatch of data requests to the jail and the executor.
@@ -49,6 +50,7 @@ pub(crate) mod hw;
 pub(crate) mod ipc_server;
 pub(crate) mod llm;
 pub(crate) mod machine;
+pub(crate) mod netwatch;
 pub(crate) mod notify;
 #[cfg(windows)]
 pub(crate) mod pipe;
