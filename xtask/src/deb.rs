@@ -161,8 +161,10 @@ pub(crate) fn build_deb(
         set_mode(&stage.join(dir), 0o755)?;
     }
     let deb = out.join(format!("autogpt-shim_{version}_{arch}.deb"));
+    // gzip, not xz: dpkg-deb compresses xz with as many threads as the machine has cores,
+    // and the output may then differ between machines; gzip has one stream everywhere.
     let status = Command::new("dpkg-deb")
-        .args(["--root-owner-group", "-Zxz", "--build"])
+        .args(["--root-owner-group", "-Zgzip", "--build"])
         .arg(&stage)
         .arg(&deb)
         .env("SOURCE_DATE_EPOCH", epoch.to_string())

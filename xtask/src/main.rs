@@ -59,6 +59,10 @@ const TEST_PACKAGES: &[&str] = &[
     "dbus",
     "gnome-keyring",
     "socat",
+    // tests/suite/net.rs: `ip addr` makes the address change the netlink watch sees;
+    // update-ca-certificates installs a test CA into the system trust store (and removes it).
+    "iproute2",
+    "ca-certificates",
     "zsh",
     // The sandbox corpus (bins/autogpt-shim/tests/suite/sandbox_corpus.rs): Debian's
     // Python with venv, a C compiler, make, git, zip/unzip; setpriv (util-linux) drops

@@ -50,6 +50,8 @@ const RUNS: &[(&str, &[&str])] = &[
     ("shim-exec", &["--lib", "--test", "windows"]),
     ("shim-audit", &["--lib", "--test", "all"]),
     ("shim-auth", &["--lib"]),
+    // The computer-use rules, and what the Windows backend advertises (only what answers).
+    ("shim-cu", &["--lib"]),
     // The daemon's integration suite against the loopback platform peer: every module
     // that compiles for Windows, minus WINE_SKIPS.
     ("autogpt-shim", &["--test", "all"]),

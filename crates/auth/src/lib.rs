@@ -80,6 +80,7 @@ mod error;
 mod file_store;
 mod keychain;
 mod memory;
+pub mod net;
 pub mod oauth;
 mod parts;
 mod secret;

@@ -74,6 +74,11 @@ pub trait Displays: Send + Sync {
     fn monitors(&self) -> CuResult<Vec<Monitor>>;
     /// The pointer in desktop coordinates.
     fn cursor(&self) -> CuResult<[i64; 2]>;
+    /// Whether [`Displays::cursor`] answers on this backend. False withholds
+    /// `cursor.position` from the HELLO: nothing is advertised that always refuses.
+    fn cursor_answers(&self) -> bool {
+        true
+    }
 }
 
 /// Screen capture.
@@ -116,6 +121,12 @@ pub trait Input: Send + Sync {
     fn move_to(&self, p: [i64; 2]) -> CuResult<()>;
     /// Presses or releases a button.
     fn button(&self, b: Button, down: bool) -> CuResult<()>;
+    /// Whether [`Input::button`] can press `b` here. The engine checks it before the first
+    /// event of an action, so an action with a button the OS cannot press sends nothing.
+    fn has_button(&self, b: Button) -> bool {
+        let _ = b;
+        true
+    }
     /// Presses or releases a key.
     fn key(&self, k: Key, down: bool) -> CuResult<()>;
     /// Whether the key producing `c` on the active layout needs Shift.
@@ -174,6 +185,11 @@ pub trait Windows: Send + Sync {
     fn fingerprint(&self, handle: u64) -> CuResult<Option<Fingerprint>>;
     /// Activates the window.
     fn focus(&self, handle: u64, raise: bool) -> CuResult<()>;
+    /// Whether [`Windows::focus`] answers on this backend. False withholds `window.focus`
+    /// from the HELLO.
+    fn focus_answers(&self) -> bool {
+        true
+    }
 }
 
 /// A running application.

@@ -321,11 +321,19 @@ impl Engine {
     /// The lists to advertise at a HELLO, re-probed now (2.2).
     pub fn features(&self) -> Features {
         let clipboard = self.cfg.enable_clipboard && self.desktop.clipboard.available();
-        Features::for_host(
+        let mut f = Features::for_host(
             self.desktop.kind,
             self.desktop.windows.available(),
             clipboard,
-        )
+        );
+        // Only what answers (2.2): an operation the backend always refuses is not listed.
+        if !self.desktop.displays.cursor_answers() {
+            f.fine.retain(|n| *n != "cursor.position");
+        }
+        if !self.desktop.windows.focus_answers() {
+            f.fine.retain(|n| *n != "window.focus");
+        }
+        f
     }
 
     /// `screen_resolution`: the primary display's DCS size.
@@ -499,7 +507,7 @@ impl Engine {
         if r.window_id.is_some() {
             gate(ctx.features, "screenshot.window").map_err(e0)?;
         }
-        let (img, origin, monitor, logical_size) = if let Some(id) = &r.window_id {
+        let (img, origin, monitor, logical_size, scale) = if let Some(id) = &r.window_id {
             let entry = self.verify_window(ctx, id).map_err(e0)?;
             let (img, origin) = self
                 .desktop
@@ -507,7 +515,8 @@ impl Engine {
                 .capture_window(entry.handle)
                 .map_err(e0)?;
             let size = [i64::from(img.width), i64::from(img.height)];
-            (img, origin, entry.monitor, size)
+            // 4.1 step 4: a window capture is in its own pixels, scale 1.
+            (img, origin, entry.monitor, size, 1.0)
         } else {
             let monitors = order_monitors(self.desktop.displays.monitors().map_err(e0)?);
             if monitors.is_empty() {
@@ -544,7 +553,8 @@ impl Engine {
                 .capture(rect, r.include_cursor)
                 .map_err(e0)?;
             let idx = i64::try_from(idx).unwrap_or(0);
-            (img, [rect[0], rect[1]], idx, m.logical_size)
+            // The backend's scale of the target display: image pixels per DCS unit (3.4).
+            (img, [rect[0], rect[1]], idx, m.logical_size, m.scale)
         };
         let mut img = img;
         encode::mask(&mut img, origin, &self.cfg.masked_regions);
@@ -578,7 +588,7 @@ impl Engine {
                 } else {
                     r.region
                 },
-                display_scale: 1.0,
+                display_scale: scale,
                 logical_size: Some(logical_size),
                 meta: ScreenshotMeta {
                     origin,
@@ -638,6 +648,23 @@ impl Engine {
             .flatten()
             .map(|m| parse_modifier(m).map(Key::Mod))
             .collect::<CuResult<_>>()?;
+        // Validate before acting: a button this backend cannot press fails before the
+        // pointer moves.
+        let button = match a.action {
+            A::MiddleClick => Some(Button::Middle),
+            A::RightClick => Some(Button::Right),
+            A::LeftClick | A::DoubleClick | A::TripleClick => Some(Button::Left),
+            A::MouseDown | A::MouseUp | A::Drag => Some(button_of(a.button)),
+            _ => None,
+        };
+        if let Some(b) = button
+            && !input.has_button(b)
+        {
+            return Err(CuError::unsupported(
+                "input.click.button",
+                format!("the {b:?} button cannot be pressed on this OS in this build"),
+            ));
+        }
         match a.action {
             A::LeftClick | A::RightClick | A::MiddleClick | A::DoubleClick | A::TripleClick => {
                 let c = a.coordinate.ok_or_else(|| required("coordinate"))?;

@@ -54,8 +54,13 @@ mod fake {
     use crate::error::CuResult;
     use crate::keys::Key;
 
+    /// A test double of a backend (no OS behind it): records every event it is given.
     #[derive(Default)]
     pub(super) struct Fake {
+        /// The fine features it always refuses (the portable backend's rule per OS).
+        pub(super) refuses: &'static [&'static str],
+        /// Has no middle button (as the portable backend on macOS).
+        pub(super) no_middle: bool,
         pub(super) log: Mutex<Vec<String>>,
         pub(super) clip: Mutex<ClipboardState>,
         /// Added to the counter by every write (simulates other writers).
@@ -84,10 +89,21 @@ mod fake {
         fn cursor(&self) -> CuResult<[i64; 2]> {
             Ok([0, 0])
         }
+        fn cursor_answers(&self) -> bool {
+            !self.refuses.contains(&"cursor.position")
+        }
     }
     impl Capture for Fake {
-        fn capture(&self, _r: [i64; 4], _c: bool) -> CuResult<Image> {
-            Err(CuError::internal("no"))
+        /// Physical pixels: the Retina primary (x < 1512) at twice its DCS size.
+        fn capture(&self, r: [i64; 4], _c: bool) -> CuResult<Image> {
+            let scale = if r[0] < 1512 { 2 } else { 1 };
+            let width = u32::try_from((r[2] - r[0]) * scale).unwrap();
+            let height = u32::try_from((r[3] - r[1]) * scale).unwrap();
+            Ok(Image {
+                width,
+                height,
+                rgb: vec![0; width as usize * height as usize * 3],
+            })
         }
         fn capture_window(&self, _h: u64) -> CuResult<(Image, [i64; 2])> {
             Err(CuError::internal("no"))
@@ -104,6 +120,9 @@ mod fake {
                 .unwrap()
                 .push(format!("button {b:?} {down}"));
             Ok(())
+        }
+        fn has_button(&self, b: Button) -> bool {
+            !(self.no_middle && b == Button::Middle)
         }
         fn key(&self, k: Key, down: bool) -> CuResult<()> {
             self.log.lock().unwrap().push(format!("key {k:?} {down}"));
@@ -133,6 +152,9 @@ mod fake {
         }
         fn focus(&self, _h: u64, _r: bool) -> CuResult<()> {
             Ok(())
+        }
+        fn focus_answers(&self) -> bool {
+            !self.refuses.contains(&"window.focus")
         }
     }
     impl Apps for Fake {
@@ -173,8 +195,12 @@ mod fake {
     }
 
     pub(super) fn desktop(f: Arc<Fake>) -> Desktop {
+        desktop_of(HostKind::MacOs, f)
+    }
+
+    pub(super) fn desktop_of(kind: HostKind, f: Arc<Fake>) -> Desktop {
         Desktop {
-            kind: HostKind::MacOs,
+            kind,
             displays: f.clone(),
             capture: f.clone(),
             input: f.clone(),
@@ -296,5 +322,192 @@ fn paste_restore_is_skipped_when_someone_else_wrote_and_never_for_concealed() {
     assert_eq!(
         err.details.unwrap()["marker"],
         "org.nspasteboard.ConcealedType"
+    );
+}
+
+/// The full fine list of 2.2 for macOS and Windows, in order.
+const PORTABLE_FINE: [&str; 18] = [
+    "screenshot.region",
+    "screenshot.window",
+    "input.click.modifiers",
+    "input.click.button",
+    "input.drag.path",
+    "input.key.hold",
+    "input.mouse.down_up",
+    "input.scroll.amount",
+    "input.wait",
+    "cursor.position",
+    "display.info",
+    "window.list",
+    "window.focus",
+    "app.list",
+    "app.launch",
+    "permissions.check",
+    "clipboard.read",
+    "clipboard.write",
+];
+
+/// What the HELLO of each portable OS advertises, against a test double that refuses what
+/// the portable backend refuses there: macOS leaves out the pointer position and window
+/// focus (they always answer FEATURE_NOT_SUPPORTED), Windows advertises the whole list.
+#[test]
+fn each_portable_os_advertises_only_what_its_backend_answers() {
+    let advertised = |kind: HostKind| {
+        let f = std::sync::Arc::new(fake::Fake {
+            refuses: crate::features::portable_refuses(kind),
+            ..fake::Fake::default()
+        });
+        Engine::new(
+            fake::desktop_of(kind, f),
+            EngineConfig {
+                enable_clipboard: true,
+                enable_clipboard_read_foreign: false,
+                max_screenshots_per_minute: 10,
+                masked_regions: Vec::new(),
+            },
+            std::sync::Arc::new(crate::policy::ManualClock::default()),
+        )
+        .features()
+    };
+    let mac = advertised(HostKind::MacOs);
+    let expected: Vec<&str> = PORTABLE_FINE
+        .into_iter()
+        .filter(|n| !["cursor.position", "window.focus"].contains(n))
+        .collect();
+    assert_eq!(mac.fine, expected);
+    assert_eq!(
+        mac.coarse,
+        [
+            "screenshot",
+            "input",
+            "windows",
+            "apps",
+            "permissions",
+            "clipboard"
+        ]
+    );
+    let win = advertised(HostKind::Windows);
+    assert_eq!(win.fine, PORTABLE_FINE);
+    assert_eq!(win.coarse, mac.coarse);
+    // The gate refuses what is not advertised before the backend is reached.
+    let (e, f, _) = fake_engine();
+    let s = SessionState::default();
+    let ctx = Ctx {
+        session: &s,
+        features: &mac,
+        max_file_size: 1 << 20,
+    };
+    let err = e.handle(ctx, Request::CursorPosition).reply.unwrap_err();
+    assert_eq!(err.code, ErrorCode::FeatureNotSupported);
+    assert!(f.log.lock().unwrap().is_empty());
+}
+
+/// On this OS, the real backend's HELLO lists (computer use and clipboard on): macOS
+/// without the pointer position and window focus, Windows the whole list of 2.2.
+#[cfg(any(target_os = "macos", target_os = "windows"))]
+#[test]
+fn this_os_advertises_exactly_what_answers() {
+    let desktop = crate::open(&crate::OpenOptions::default()).unwrap();
+    let e = Engine::new(
+        desktop,
+        EngineConfig {
+            enable_clipboard: false,
+            enable_clipboard_read_foreign: false,
+            max_screenshots_per_minute: 10,
+            masked_regions: Vec::new(),
+        },
+        std::sync::Arc::new(crate::policy::ManualClock::default()),
+    );
+    let refused: &[&str] = if cfg!(target_os = "macos") {
+        &["cursor.position", "window.focus"]
+    } else {
+        &[]
+    };
+    let expected: Vec<&str> = PORTABLE_FINE[..16]
+        .iter()
+        .copied()
+        .filter(|n| !refused.contains(n))
+        .collect();
+    assert_eq!(e.features().fine, expected);
+}
+
+/// 4.1: `display_scale` is the backend's scale of the target display, 2.0 on the double's
+/// Retina primary and 1.0 on its second display, never a constant.
+#[test]
+fn screenshots_carry_the_backends_display_scale() {
+    let (e, _f, feats) = fake_engine();
+    let s = SessionState::default();
+    let ctx = Ctx {
+        session: &s,
+        features: &feats,
+        max_file_size: 1 << 24,
+    };
+    let shot = |json: serde_json::Value| {
+        let r: ScreenshotRequest = serde_json::from_value(json).unwrap();
+        match e.handle(ctx, Request::Screenshot(r)).reply.unwrap() {
+            Reply::Screenshot(s) => s,
+            _ => panic!("expected a screenshot"),
+        }
+    };
+    let primary = shot(serde_json::json!({"format": "png", "region": [0, 0, 100, 50]}));
+    assert_eq!(primary.display_scale, 2.0);
+    assert_eq!((primary.width, primary.height), (200, 100));
+    assert_eq!(primary.logical_size, Some([1512, 982]));
+    let second =
+        shot(serde_json::json!({"format": "png", "monitor": 1, "region": [1600, 0, 1700, 50]}));
+    assert_eq!(second.display_scale, 1.0);
+    assert_eq!((second.width, second.height), (100, 50));
+}
+
+/// Issue 27 point 4: a button the backend cannot press fails before any event, so the
+/// pointer does not move first; the other buttons still act.
+#[test]
+fn a_button_the_backend_lacks_fails_before_the_pointer_moves() {
+    let f = std::sync::Arc::new(fake::Fake {
+        no_middle: true,
+        ..fake::Fake::default()
+    });
+    let e = Engine::new(
+        fake::desktop(f.clone()),
+        EngineConfig {
+            enable_clipboard: false,
+            enable_clipboard_read_foreign: false,
+            max_screenshots_per_minute: 10,
+            masked_regions: Vec::new(),
+        },
+        std::sync::Arc::new(crate::policy::ManualClock::default()),
+    );
+    let feats = e.features();
+    let s = SessionState::default();
+    let ctx = Ctx {
+        session: &s,
+        features: &feats,
+        max_file_size: 1 << 20,
+    };
+    for json in [
+        r#"{"action":"middle_click","coordinate":[10,10]}"#,
+        r#"{"action":"mouse_down","coordinate":[10,10],"button":"middle"}"#,
+        r#"{"action":"drag","path":[[10,10],[20,20]],"button":"middle"}"#,
+    ] {
+        let err = e
+            .handle(ctx, Request::Input(action(json)))
+            .reply
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::FeatureNotSupported, "{json}");
+    }
+    assert!(
+        f.log.lock().unwrap().is_empty(),
+        "{:?}",
+        f.log.lock().unwrap()
+    );
+    e.handle(
+        ctx,
+        Request::Input(action(r#"{"action":"right_click","coordinate":[10,10]}"#)),
+    )
+    .reply
+    .unwrap();
+    assert_eq!(
+        *f.log.lock().unwrap(),
+        ["move [10, 10]", "button Right true", "button Right false"]
     );
 }

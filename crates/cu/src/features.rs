@@ -101,12 +101,22 @@ impl Features {
     }
 }
 
+/// The fine features of 2.2 that the portable backend (macOS and Windows,
+/// `src/portable.rs`) always refuses on `kind`, so its HELLO leaves them out: on macOS the
+/// pointer position and window focus, which neither xcap nor rdev offer.
+pub fn portable_refuses(kind: HostKind) -> &'static [&'static str] {
+    match kind {
+        HostKind::MacOs => &["cursor.position", "window.focus"],
+        HostKind::Windows | HostKind::X11 => &[],
+    }
+}
+
 /// What the computer-use backend of `kind` cannot do in this build, for `doctor` (the
 /// requests answer with `FEATURE_NOT_SUPPORTED`, or the clipboard without a marker).
 pub fn not_available(kind: HostKind) -> &'static [&'static str] {
     match kind {
         HostKind::X11 => &[],
-        HostKind::Windows => &["clipboard concealment markers and change counter"],
+        HostKind::Windows => &[],
         HostKind::MacOs => &[
             "pointer position",
             "window focus",

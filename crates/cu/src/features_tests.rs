@@ -112,6 +112,8 @@ fn doctor_lists_what_each_backend_cannot_do() {
     // X11 does everything it advertises; Windows reads the pointer (GetCursorPos), macOS
     // cannot in this build.
     assert!(not_available(HostKind::X11).is_empty());
+    // Windows reads concealment formats and the sequence number (win32.rs).
+    assert!(not_available(HostKind::Windows).is_empty());
     assert!(!not_available(HostKind::Windows).contains(&"pointer position"));
     assert!(not_available(HostKind::MacOs).contains(&"pointer position"));
     // Windows types any character as Unicode key events; macOS only the US layout.

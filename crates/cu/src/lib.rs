@@ -61,6 +61,11 @@ pub struct OpenOptions {
     pub cookie: Option<Cookie>,
     /// Extra environment for launched applications (the isolated desktop's `XAUTHORITY`).
     pub launch_env: Vec<(String, String)>,
+    /// `display` is the daemon's own private X server (the isolated desktop), which shows
+    /// nothing of the user's session: the user's session type does not matter, so a
+    /// Wayland session does not refuse it (COMPUTER_USE_HW.md 2.2). False for the user's
+    /// display and for a named one, which a Wayland session refuses.
+    pub private_display: bool,
 }
 
 /// An X authorization cookie; never printed.

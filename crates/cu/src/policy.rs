@@ -220,3 +220,36 @@ impl SessionState {
 #[cfg(test)]
 #[path = "policy_tests.rs"]
 mod tests;
+
+/// One format on the Windows clipboard, as the concealment rule needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WinClipFormat {
+    /// The format id.
+    pub id: u32,
+    /// The registered name, for registered formats.
+    pub name: Option<String>,
+    /// The first four bytes of its data as a little-endian DWORD, when it holds at least
+    /// four (read only for the `Can*` formats).
+    pub dword: Option<u32>,
+}
+
+/// The concealment marker of COMPUTER_USE_HW.md 4.7.3 on Windows for the formats in
+/// clipboard order, or `None`: a private format (`0x0200`-`0x02FF`, `CF_PRIVATE`),
+/// `ExcludeClipboardContentFromMonitorProcessing` (any data), or
+/// `CanIncludeInClipboardHistory` / `CanUploadToCloudClipboard` holding 0 (the documented
+/// formats password managers set). The first marker in clipboard order wins. A `Can*`
+/// format whose data cannot be read counts as a marker (fail closed).
+pub fn windows_clipboard_marker(formats: &[WinClipFormat]) -> Option<String> {
+    formats.iter().find_map(|f| {
+        if (0x0200..=0x02FF).contains(&f.id) {
+            return Some("CF_PRIVATE".to_owned());
+        }
+        let name = f.name.as_deref()?;
+        if name.eq_ignore_ascii_case("ExcludeClipboardContentFromMonitorProcessing") {
+            return Some(name.to_owned());
+        }
+        let gated = name.eq_ignore_ascii_case("CanIncludeInClipboardHistory")
+            || name.eq_ignore_ascii_case("CanUploadToCloudClipboard");
+        (gated && f.dword.is_none_or(|v| v == 0)).then(|| name.to_owned())
+    })
+}

@@ -62,3 +62,47 @@ fn ids_are_fresh_and_well_formed() {
     assert!(a.starts_with("win_"));
     assert_ne!(a, WindowRegistry::mint());
 }
+
+#[test]
+fn windows_concealment_formats_are_markers() {
+    let f = |id: u32, name: Option<&str>, dword: Option<u32>| WinClipFormat {
+        id,
+        name: name.map(str::to_owned),
+        dword,
+    };
+    let text = f(13, None, None);
+    assert_eq!(windows_clipboard_marker(std::slice::from_ref(&text)), None);
+    assert_eq!(
+        windows_clipboard_marker(&[text.clone(), f(0x0201, None, None)]).as_deref(),
+        Some("CF_PRIVATE")
+    );
+    let exclude = f(
+        0xC101,
+        Some("ExcludeClipboardContentFromMonitorProcessing"),
+        None,
+    );
+    assert_eq!(
+        windows_clipboard_marker(&[text.clone(), exclude]).as_deref(),
+        Some("ExcludeClipboardContentFromMonitorProcessing")
+    );
+    for name in ["CanIncludeInClipboardHistory", "CanUploadToCloudClipboard"] {
+        assert_eq!(
+            windows_clipboard_marker(&[text.clone(), f(0xC102, Some(name), Some(0))]).as_deref(),
+            Some(name)
+        );
+        // 1 allows it: not a marker.
+        assert_eq!(
+            windows_clipboard_marker(&[text.clone(), f(0xC102, Some(name), Some(1))]),
+            None
+        );
+        // Unreadable: fail closed.
+        assert_eq!(
+            windows_clipboard_marker(&[text.clone(), f(0xC102, Some(name), None)]).as_deref(),
+            Some(name)
+        );
+    }
+    assert_eq!(
+        windows_clipboard_marker(&[text, f(0xC103, Some("HTML Format"), None)]),
+        None
+    );
+}

@@ -128,6 +128,10 @@ impl Displays for Portable {
     fn cursor(&self) -> CuResult<[i64; 2]> {
         cursor_position()
     }
+
+    fn cursor_answers(&self) -> bool {
+        !crate::features::portable_refuses(self.kind).contains(&"cursor.position")
+    }
 }
 
 /// The pointer position in virtual-screen pixels (GetCursorPos).
@@ -440,6 +444,11 @@ impl Input for Portable {
         })
     }
 
+    /// rdev's macOS simulation has no middle button (it fails the event).
+    fn has_button(&self, b: Button) -> bool {
+        !(self.kind == HostKind::MacOs && b == Button::Middle)
+    }
+
     fn button(&self, b: Button, down: bool) -> CuResult<()> {
         let b = match b {
             Button::Left => rdev::Button::Left,
@@ -524,6 +533,10 @@ impl Windows for Portable {
             "window.focus",
             "window activation is not available on this OS in this build",
         ))
+    }
+
+    fn focus_answers(&self) -> bool {
+        !crate::features::portable_refuses(self.kind).contains(&"window.focus")
     }
 }
 
@@ -660,14 +673,31 @@ impl Clipboard for Portable {
         use copypasta::ClipboardProvider;
         let mut ctx = copypasta::ClipboardContext::new()
             .map_err(|_| CuError::dependency("clipboard", "clipboard.read"))?;
+        // Windows: the counter before the markers and the text, so a copy made meanwhile
+        // shows as a changed counter rather than passing as ours (4.7.4).
+        #[cfg(target_os = "windows")]
+        let counter = Some(crate::win32::clipboard_sequence());
+        #[cfg(not(target_os = "windows"))]
+        let counter = None;
+        #[cfg(target_os = "windows")]
+        if let Some(marker) = crate::win32::clipboard_marker()? {
+            return Ok(ClipboardState {
+                text: None,
+                counter,
+                marker: Some(marker),
+            });
+        }
         Ok(ClipboardState {
             text: ctx.get_contents().ok(),
-            counter: None,
+            counter,
             marker: None,
         })
     }
 
     fn counter(&self) -> Option<u64> {
+        #[cfg(target_os = "windows")]
+        return Some(crate::win32::clipboard_sequence());
+        #[cfg(not(target_os = "windows"))]
         None
     }
 
@@ -677,6 +707,9 @@ impl Clipboard for Portable {
             .map_err(|_| CuError::dependency("clipboard", "clipboard.write"))?;
         ctx.set_contents(text.to_owned())
             .map_err(|e| CuError::internal(format!("clipboard write failed: {e}")))?;
+        #[cfg(target_os = "windows")]
+        return Ok(Some(crate::win32::clipboard_sequence()));
+        #[cfg(not(target_os = "windows"))]
         Ok(None)
     }
 }

@@ -224,3 +224,111 @@ pub(crate) fn focus(handle: u64, raise: bool) -> CuResult<()> {
     }
     Ok(())
 }
+
+// ---- clipboard (COMPUTER_USE_HW.md 4.7.3-4.7.5) ----
+
+/// The clipboard's change counter (`GetClipboardSequenceNumber`; no need to open it).
+pub(crate) fn clipboard_sequence() -> u64 {
+    // SAFETY: no arguments; returns a number.
+    u64::from(unsafe { windows_sys::Win32::System::DataExchange::GetClipboardSequenceNumber() })
+}
+
+/// The clipboard, opened; closed on drop.
+struct OpenedClipboard;
+
+impl OpenedClipboard {
+    /// Opens it for this thread, retrying briefly while another program holds it.
+    fn open() -> Result<OpenedClipboard, CuError> {
+        for _ in 0..20 {
+            // SAFETY: a null owner window is allowed; the clipboard is closed on drop.
+            if unsafe {
+                windows_sys::Win32::System::DataExchange::OpenClipboard(std::ptr::null_mut())
+            } != 0
+            {
+                return Ok(OpenedClipboard);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Err(CuError::internal(format!(
+            "the clipboard cannot be opened: {}",
+            std::io::Error::last_os_error()
+        )))
+    }
+}
+
+impl Drop for OpenedClipboard {
+    fn drop(&mut self) {
+        // SAFETY: this thread opened the clipboard (OpenedClipboard::open).
+        unsafe { windows_sys::Win32::System::DataExchange::CloseClipboard() };
+    }
+}
+
+/// The registered name of format `id`, if it has one.
+fn format_name(id: u32) -> Option<String> {
+    let mut buf = [0u16; 256];
+    // SAFETY: `buf` is writable for its full length, which is passed.
+    let n = unsafe {
+        windows_sys::Win32::System::DataExchange::GetClipboardFormatNameW(id, buf.as_mut_ptr(), 256)
+    };
+    let n = usize::try_from(n).ok().filter(|n| *n > 0)?;
+    Some(String::from_utf16_lossy(&buf[..n.min(buf.len())]))
+}
+
+/// The first four bytes of format `id`'s data as a little-endian DWORD (the clipboard is
+/// open).
+fn format_dword(_open: &OpenedClipboard, id: u32) -> Option<u32> {
+    use windows_sys::Win32::System::Memory::GlobalLock;
+    use windows_sys::Win32::System::Memory::GlobalSize;
+    use windows_sys::Win32::System::Memory::GlobalUnlock;
+    // SAFETY: the clipboard is open (`_open`); the handle belongs to the clipboard.
+    let h = unsafe { windows_sys::Win32::System::DataExchange::GetClipboardData(id) };
+    if h.is_null() {
+        return None;
+    }
+    // SAFETY: `h` is a global memory handle of the open clipboard.
+    if unsafe { GlobalSize(h) } < 4 {
+        return None;
+    }
+    // SAFETY: as above; locked and unlocked around the read of 4 bytes, which the size
+    // check above guarantees are there.
+    unsafe {
+        let p = GlobalLock(h).cast::<u8>();
+        if p.is_null() {
+            return None;
+        }
+        let mut b = [0u8; 4];
+        std::ptr::copy_nonoverlapping(p, b.as_mut_ptr(), 4);
+        GlobalUnlock(h);
+        Some(u32::from_le_bytes(b))
+    }
+}
+
+/// The concealment marker of the clipboard's current content (4.7.3), or `None`.
+pub(crate) fn clipboard_marker() -> Result<Option<String>, CuError> {
+    let open = OpenedClipboard::open()?;
+    let mut formats = Vec::new();
+    let mut id = 0;
+    loop {
+        // SAFETY: the clipboard is open; 0 starts the enumeration.
+        id = unsafe { windows_sys::Win32::System::DataExchange::EnumClipboardFormats(id) };
+        if id == 0 {
+            break;
+        }
+        let name = format_name(id);
+        let dword = match name.as_deref() {
+            Some(n)
+                if n.eq_ignore_ascii_case("CanIncludeInClipboardHistory")
+                    || n.eq_ignore_ascii_case("CanUploadToCloudClipboard") =>
+            {
+                format_dword(&open, id)
+            }
+            _ => None,
+        };
+        formats.push(crate::policy::WinClipFormat { id, name, dword });
+    }
+    Ok(crate::policy::windows_clipboard_marker(&formats))
+}
+
+#[cfg(test)]
+#[path = "win32_tests.rs"]
+mod tests;

@@ -20,7 +20,7 @@ enum Kind {
     StrList,
 }
 
-/// Every key of 4.3, plus the tuning keys of this implementation ([addition]; they exist so
+/// Every key of 4.3, plus the tuning keys of this implementation (\[addition\]; they exist so
 /// that tests and slow links can shorten or stretch intervals; the defaults are the
 /// protocol's).
 const KEYS: &[(&str, Kind)] = &[
@@ -30,6 +30,10 @@ const KEYS: &[(&str, Kind)] = &[
     ("allow_insecure_platform_url", Kind::Bool),
     ("oauth_client_id", Kind::Str),
     ("oauth_redirect_port", Kind::Int),
+    // [addition] Networks (docs/network.md): an extra CA bundle and a proxy that replaces
+    // the *_PROXY variables.
+    ("tls_ca_file", Kind::Path),
+    ("proxy", Kind::Str),
     // [addition] An OpenID Connect issuer instead of the fixed endpoints (docs/daemon.md).
     ("oauth_issuer", Kind::Str),
     ("session_id", Kind::Str),
@@ -104,6 +108,16 @@ pub const ENV_PREFIX: &str = "AUTOGPT_SHIM_";
 /// The default `approval_timeout_seconds`: below the platform's 30 s deadline for a
 /// data-plane request (PROTOCOL.md 12), so that a denial reaches it as an answer.
 pub const DEFAULT_APPROVAL_TIMEOUT_SECONDS: f64 = 25.0;
+
+/// The `proxy` setting. Its `Debug` hides any user name and password.
+#[derive(Clone, PartialEq)]
+pub struct ProxySetting(pub String);
+
+impl std::fmt::Debug for ProxySetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&shim_auth::net::redact(&self.0))
+    }
+}
 
 /// The default platform base URL.
 pub const DEFAULT_PLATFORM_URL: &str = "wss://platform.autogpt.net";
@@ -182,7 +196,7 @@ impl ConfigSources {
     }
 }
 
-/// Intervals of the protocol, configurable for tests ([addition]).
+/// Intervals of the protocol, configurable for tests (\[addition\]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tuning {
     /// Periodic `STATUS` (10.5): 30 s.
@@ -240,7 +254,13 @@ pub struct Settings {
     pub oauth_client_id: String,
     /// `oauth_redirect_port`.
     pub oauth_redirect_port: u16,
-    /// `oauth_issuer` [addition]: an OpenID Connect issuer whose discovery document supplies
+    /// `tls_ca_file` \[addition\]: a PEM bundle of certificate authorities trusted in
+    /// addition to the system trust store.
+    pub tls_ca_file: Option<PathBuf>,
+    /// `proxy` \[addition\]: replaces `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY`; `"none"`
+    /// turns proxies off. May hold credentials: never shown by `Debug`.
+    pub proxy: Option<ProxySetting>,
+    /// `oauth_issuer` \[addition\]: an OpenID Connect issuer whose discovery document supplies
     /// the OAuth endpoints; `None` = the platform's fixed endpoints (3.2).
     pub oauth_issuer: Option<String>,
     /// Trimmed legacy session id; `None` = machine control mode.
@@ -303,12 +323,12 @@ pub struct Settings {
     pub reconnect_jitter_seconds: f64,
     /// `ollama_url`.
     pub ollama_url: String,
-    /// `command_policy_file` [addition]: the command policy; `None` allows every command.
+    /// `command_policy_file` \[addition\]: the command policy; `None` allows every command.
     pub command_policy_file: Option<PathBuf>,
-    /// `approval_timeout_seconds` [addition]: how long a `prompt` command waits for the
+    /// `approval_timeout_seconds` \[addition\]: how long a `prompt` command waits for the
     /// local user before it is denied (25 s: the platform gives up on a request after 30 s).
     pub approval_timeout: Duration,
-    /// `console` [addition]: serve the local web console on 127.0.0.1 from start (otherwise
+    /// `console` \[addition\]: serve the local web console on 127.0.0.1 from start (otherwise
     /// it starts on the first `autogpt-shim console`).
     pub console: bool,
     /// The hardware keys (COMPUTER_USE_HW.md 9).
@@ -354,6 +374,14 @@ impl Settings {
             base.to_owned()
         };
         format!("{base}/ws/local-executor")
+    }
+
+    /// The network options of `shim_auth::net` (trust store and proxy).
+    pub fn net_options(&self) -> shim_auth::net::NetOptions {
+        shim_auth::net::NetOptions {
+            tls_ca_file: self.tls_ca_file.clone(),
+            proxy: self.proxy.as_ref().map(|p| p.0.clone()),
+        }
     }
 
     /// Where the OAuth endpoints come from: the issuer if one is configured, else the fixed
@@ -957,6 +985,16 @@ fn resolve(
     };
     let oauth_redirect_port = u16::try_from(raw.int("oauth_redirect_port", 41_899, 1, 65_524)?)
         .map_err(|_| ConfigError::new("oauth_redirect_port", "out of range"))?;
+    let tls_ca_file = raw.path("tls_ca_file", home, &src.cwd)?;
+    let proxy = match opt_str(raw, "proxy") {
+        Some((p, loc)) => {
+            // Checked here so that a bad value stops `start` with the key's name.
+            shim_auth::net::ProxyRules::with_no_proxy(Some(&p), "")
+                .map_err(|e| ConfigError::new(loc, e.to_string()))?;
+            Some(ProxySetting(p))
+        }
+        None => None,
+    };
     let session_id = raw
         .str("session_id")
         .map(|(s, _)| s.trim().to_owned())
@@ -1072,6 +1110,8 @@ fn resolve(
         allow_insecure_platform_url: allow_insecure,
         oauth_client_id,
         oauth_redirect_port,
+        tls_ca_file,
+        proxy,
         oauth_issuer,
         session_id,
         machine_id,

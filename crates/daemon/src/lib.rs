@@ -2,11 +2,12 @@
 //!
 //! The crate has two halves and a few shared pieces:
 //!
-//! * [`runtime`]: the daemon while it runs: the process-wide [`runtime::machine`] state,
-//!   connections ([`runtime::conn`]), the machine control plane ([`runtime::control`]),
-//!   dispatch of data requests ([`runtime::data`], [`runtime::cu`]), limits, and the pure
-//!   protocol pieces ([`runtime::handshake`], [`runtime::grant`]). [`runtime::start::start`]
-//!   is its one way in.
+//! * [`runtime`]: the daemon while it runs: the process-wide machine state
+//!   (`runtime::machine`), connections (`runtime::conn`), the machine control plane
+//!   (`runtime::control`), dispatch of data requests (`runtime::data`, `runtime::cu`),
+//!   limits, and the pure protocol pieces ([`runtime::handshake`], [`runtime::grant`]).
+//!   [`runtime::start::start`] is its one way in. (The crate-private modules are named in
+//!   code font: `cargo doc --document-private-items` shows them.)
 //! * [`commands`]: the user's commands besides `start`: `demo`, `doctor`, `install` /
 //!   `uninstall` (autostart entries), `auth` / `revoke`. They use the runtime; the runtime
 //!   never uses them.

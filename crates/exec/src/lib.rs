@@ -82,9 +82,9 @@
 //! # Platforms
 //!
 //! Linux is implemented and tested; macOS compiles the same code path and confines
-//! commands with `sandbox-exec` (`confine_macos.rs`, built and unit-tested on Linux). On Windows only
-//! the pure rules (shell table, environment baseline, limits) exist so far: [`Executor`]
-//! and the process API are `cfg(unix)`.
+//! commands with `sandbox-exec` (`confine_macos.rs`, built and unit-tested on Linux). On
+//! Windows [`Executor`] runs commands through pipes in a Job Object (tested under Wine);
+//! PTYs and a command sandbox are Unix-only.
 //!
 //! # Stability
 //!

@@ -41,7 +41,7 @@ fn tok(s: &str) -> BrowseToken {
     BrowseToken::new(s).unwrap()
 }
 
-fn list(browse: Option<&str>, dref: Option<&str>, cursor: Option<&str>) -> Message {
+pub(super) fn list(browse: Option<&str>, dref: Option<&str>, cursor: Option<&str>) -> Message {
     Message::DirectoryListRequest(DirectoryListRequest {
         browse_id: browse.map(tok),
         directory_ref: dref.map(tok),
@@ -49,7 +49,7 @@ fn list(browse: Option<&str>, dref: Option<&str>, cursor: Option<&str>) -> Messa
     })
 }
 
-fn listing(r: &Response) -> DirectoryListResponse {
+pub(super) fn listing(r: &Response) -> DirectoryListResponse {
     match &r.frame.message {
         Message::DirectoryListResponse(l) => l.clone(),
         other => panic!("expected DIRECTORY_LIST_RESPONSE, got {other:?}"),

@@ -21,12 +21,24 @@ pub(crate) struct Report {
 }
 
 impl Report {
+    /// Whether a line with `label` was printed.
+    #[cfg_attr(not(windows), allow(dead_code))]
+    pub(crate) fn has(&self, label: &str) -> bool {
+        self.lines.contains_key(label)
+    }
+
     pub(crate) fn get(&self, label: &str) -> (&str, &str) {
         let (m, d) = self
             .lines
             .get(label)
             .unwrap_or_else(|| panic!("no {label} line in:\n{}", self.raw));
         (m.as_str(), d.as_str())
+    }
+
+    /// Everything the command printed (stdout, then stderr).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub(crate) fn raw(&self) -> &str {
+        &self.raw
     }
 
     fn marker(&self, label: &str) -> &str {
@@ -87,6 +99,8 @@ async fn legacy_mode_with_everything_in_place_passes_and_creates_the_root() {
             "audit_log",
             "audit_key",
             "credentials",
+            "trust_store",
+            "proxy",
             "recording",
             "local_llm",
             "hardware",

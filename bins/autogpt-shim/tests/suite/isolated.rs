@@ -697,3 +697,57 @@ async fn an_unprivileged_daemon_runs_and_reaps_its_isolated_desktop() {
         "{procs:?} outlived a SIGKILLed daemon"
     );
 }
+
+/// COMPUTER_USE_HW.md 2.2: in a Wayland session (`WAYLAND_DISPLAY` and `XDG_SESSION_TYPE`
+/// set, and an X display that would be the session's XWayland), the private desktop is
+/// advertised with the x11 lists and serves its first screenshot; with `user` mode the same
+/// session advertises no computer use at all.
+#[tokio::test]
+async fn under_wayland_the_isolated_desktop_serves_and_the_users_display_is_not_offered() {
+    let xwayland = Xvfb::start(800, 600);
+    let wayland = [
+        ("WAYLAND_DISPLAY", "wayland-test-0"),
+        ("XDG_SESSION_TYPE", "wayland"),
+        ("DISPLAY", xwayland.display.as_str()),
+    ];
+    let env = Env::new(PeerConfig::default()).await;
+    let mut vars = wayland.to_vec();
+    vars.extend([
+        ("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", "isolated"),
+        ("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY_SIZE", "1024x640"),
+    ]);
+    let child = start(&env, &vars);
+    let daemon = child.id().unwrap();
+    let conn = env.next().await;
+    assert!(conn.hello.capabilities.contains(&Capability::ComputerUse));
+    assert_eq!(conn.hello.screen_resolution, Some([1024, 640]));
+    assert!(
+        conn.hello
+            .computer_use_features
+            .iter()
+            .any(|f| f == "window.list"),
+        "{:?}",
+        conn.hello.computer_use_features
+    );
+    let r = ask(
+        &conn,
+        "SCREENSHOT_REQUEST",
+        json!({"format": "png", "include_cursor": false}),
+    )
+    .await;
+    assert_eq!(r["type"], "SCREENSHOT_RESPONSE", "{r}");
+    assert_eq!(png_size(&r), (1024, 640));
+    assert_eq!(desktop_procs(daemon).len(), 2);
+    stop_cleanly(child).await;
+
+    let env = Env::new(PeerConfig::default()).await;
+    let mut vars = wayland.to_vec();
+    vars.push(("AUTOGPT_SHIM_COMPUTER_USE_DISPLAY", "user"));
+    let child = start(&env, &vars);
+    let conn = env.next().await;
+    assert!(!conn.hello.capabilities.contains(&Capability::ComputerUse));
+    assert!(conn.hello.computer_use_features.is_empty());
+    assert!(conn.hello.computer_use_features_coarse.is_empty());
+    assert_eq!(conn.hello.screen_resolution, None);
+    stop_cleanly(child).await;
+}

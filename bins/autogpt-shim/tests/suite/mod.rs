@@ -21,6 +21,8 @@ mod hw;
 mod isolated;
 mod legacy;
 mod llm;
+#[cfg(unix)]
+mod net;
 #[cfg(target_os = "linux")]
 mod notify;
 mod oauth;

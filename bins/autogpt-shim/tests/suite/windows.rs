@@ -618,3 +618,84 @@ async fn install_writes_task_scheduler_xml_that_schtasks_registers() {
         assert!(!file.exists());
     }
 }
+
+/// PROTOCOL.md 9.4 on Windows: the fingerprint hashes the `normcase` (lower-cased) path, as
+/// the incumbent did, so the case of the root's spelling does not change it; the root is a
+/// plain drive-letter path (9.5.4).
+#[test]
+fn the_root_fingerprint_hashes_the_lower_cased_path() {
+    use shim_daemon::runtime::grant;
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("MixedCase Root");
+    std::fs::create_dir(&raw).unwrap();
+    let root = grant::canonicalize_root(&raw).unwrap();
+    assert!(!root.path.starts_with(r"\\?\"), "{}", root.path);
+    assert!(root.path.ends_with(r"\MixedCase Root"), "{}", root.path);
+    assert!(
+        grant::fingerprint_json(&root, true).contains(r#"\\mixedcase root""#),
+        "{}",
+        grant::fingerprint_json(&root, true)
+    );
+    for respelled in [root.path.to_uppercase(), root.path.to_lowercase()] {
+        let other = grant::CanonicalRoot {
+            path: respelled,
+            ..root.clone()
+        };
+        assert_eq!(grant::fingerprint(&other), grant::fingerprint(&root));
+    }
+}
+
+/// PROTOCOL.md 9.2 and 9.5.4 on Windows: the folder browser lists the home folder first and
+/// then the fixed and removable drive roots (`C:\`, named by its full path), every path a
+/// plain drive-letter path, never `\\?\C:\...`, in the root list and in `current.path`.
+#[tokio::test]
+async fn the_folder_browser_offers_the_drives_by_plain_drive_letter_paths() {
+    use crate::suite::control::list;
+    use crate::suite::control::listing;
+    let env = Env::new(PeerConfig::default()).await;
+    let home = env.home_dirs(&["Projects"]);
+    let (mut child, conn) = crate::suite::control::start(&env, &[]).await;
+    let top = listing(&conn.request(list(None, None, None), T).await.unwrap());
+    let plain_home = crate::suite::harness::canonical(&home);
+    let paths: Vec<&str> = top.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(paths[0], plain_home.to_str().unwrap(), "{paths:?}");
+    assert!(paths.iter().all(|p| !p.starts_with(r"\\")), "{paths:?}");
+    let c = top
+        .entries
+        .iter()
+        .find(|e| e.path == r"C:\")
+        .unwrap_or_else(|| panic!("no C:\\ root in {paths:?}"));
+    assert_eq!(c.name, r"C:\");
+    let bid = top.browse_id.as_str();
+    let in_home = listing(
+        &conn
+            .request(
+                list(Some(bid), Some(top.entries[0].directory_ref.as_str()), None),
+                T,
+            )
+            .await
+            .unwrap(),
+    );
+    let current = in_home.current.unwrap();
+    assert_eq!(current.path, plain_home.to_str().unwrap());
+    assert_eq!(
+        in_home.entries[0].path,
+        plain_home.join("Projects").to_str().unwrap()
+    );
+    let in_c = listing(
+        &conn
+            .request(list(Some(bid), Some(c.directory_ref.as_str()), None), T)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(in_c.current.unwrap().path, r"C:\");
+    assert!(in_c.parent_ref.is_none());
+    assert!(
+        in_c.entries
+            .iter()
+            .all(|e| e.path.starts_with(r"C:\") && !e.name.eq_ignore_ascii_case("windows")),
+        "{:?}",
+        in_c.entries
+    );
+    child.kill().await.ok();
+}

@@ -179,6 +179,49 @@ fn cursor() -> [i32; 2] {
     [p.x, p.y]
 }
 
+/// Replaces the clipboard with `text`, plus the registered format `marker` holding a
+/// zero DWORD when given, as another program (a password manager) would.
+fn copy_as_user(text: &str, marker: Option<&str>) {
+    use windows_sys::Win32::System::DataExchange::CloseClipboard;
+    use windows_sys::Win32::System::DataExchange::EmptyClipboard;
+    use windows_sys::Win32::System::DataExchange::OpenClipboard;
+    use windows_sys::Win32::System::DataExchange::RegisterClipboardFormatW;
+    use windows_sys::Win32::System::DataExchange::SetClipboardData;
+    use windows_sys::Win32::System::Memory::GMEM_MOVEABLE;
+    use windows_sys::Win32::System::Memory::GlobalAlloc;
+    use windows_sys::Win32::System::Memory::GlobalLock;
+    use windows_sys::Win32::System::Memory::GlobalUnlock;
+    const CF_UNICODETEXT: u32 = 13;
+    let global = |bytes: &[u8]| {
+        // SAFETY: a fresh moveable block of the given size, filled while locked.
+        unsafe {
+            let h = GlobalAlloc(GMEM_MOVEABLE, bytes.len());
+            assert!(!h.is_null());
+            let p = GlobalLock(h).cast::<u8>();
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
+            GlobalUnlock(h);
+            h
+        }
+    };
+    let utf16: Vec<u8> = text
+        .encode_utf16()
+        .chain(std::iter::once(0))
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    // SAFETY: the clipboard is opened, filled with blocks it takes over, and closed.
+    unsafe {
+        assert_ne!(OpenClipboard(std::ptr::null_mut()), 0);
+        assert_ne!(EmptyClipboard(), 0);
+        assert!(!SetClipboardData(CF_UNICODETEXT, global(&utf16)).is_null());
+        if let Some(name) = marker {
+            let w: Vec<u16> = name.encode_utf16().chain(std::iter::once(0)).collect();
+            let id = RegisterClipboardFormatW(w.as_ptr());
+            assert!(!SetClipboardData(id, global(&0u32.to_le_bytes())).is_null());
+        }
+        assert_ne!(CloseClipboard(), 0);
+    }
+}
+
 /// The clipboard's Unicode text as this process (not the daemon) reads it.
 fn clipboard_text() -> Option<String> {
     use windows_sys::Win32::System::DataExchange::CloseClipboard;
@@ -371,6 +414,34 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
     assert_eq!(clipboard_text().as_deref(), Some("clip i13cu"));
     let r = wire.ask("CLIPBOARD_READ", json!({})).await;
     assert_eq!(payload(&r)["content"], "clip i13cu", "{r}");
+
+    // COMPUTER_USE_HW.md 4.7.3-4.7.4: this process plays a password manager and puts a
+    // concealment format next to its text; the read is refused with the marker's name.
+    copy_as_user(
+        "hunter2",
+        Some("ExcludeClipboardContentFromMonitorProcessing"),
+    );
+    let r = wire.ask("CLIPBOARD_READ", json!({})).await;
+    assert_eq!(payload(&r)["code"], "CLIPBOARD_CONCEALED", "{r}");
+    assert_eq!(
+        payload(&r)["details"]["marker"],
+        "ExcludeClipboardContentFromMonitorProcessing",
+        "{r}"
+    );
+    // The same text the daemon wrote, copied again by the user: the text matches, but the
+    // change counter (the clipboard sequence number) shows it is not the daemon's write.
+    let r = wire
+        .ask("CLIPBOARD_WRITE", json!({"content": "clip again"}))
+        .await;
+    assert_eq!(r["type"], "ACK", "{r}");
+    copy_as_user("clip again", None);
+    let r = wire.ask("CLIPBOARD_READ", json!({})).await;
+    assert_eq!(payload(&r)["code"], "CLIPBOARD_CONCEALED", "{r}");
+    assert_eq!(
+        payload(&r)["details"]["reason"],
+        "writeback_overwritten",
+        "{r}"
+    );
 
     // A named key reaches the window too (Enter is the character CR).
     let r = wire
@@ -612,7 +683,7 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
     let sent = std::mem::take(&mut wire.sent);
     assert_eq!(ops, sent);
     let text = std::fs::read_to_string(env.audit_log()).unwrap();
-    for secret in ["Typed 42", "clip i13cu"] {
+    for secret in ["Typed 42", "clip i13cu", "hunter2", "clip again"] {
         assert!(!text.contains(secret), "{secret} leaked into the audit log");
     }
     let shot = records
@@ -651,11 +722,7 @@ async fn doctor_names_the_display_and_what_computer_use_cannot_do_on_windows() {
     .await;
     let shown = format!("1 display(s): {w}x{h}");
     assert_eq!(r.get("display"), ("OK", shown.as_str()));
-    assert_eq!(
-        r.get("cu_unavailable"),
-        (
-            "INFO",
-            "not available on this OS in this build: clipboard concealment markers and change counter"
-        )
-    );
+    // Nothing is missing on Windows any more (the clipboard's concealment formats and
+    // change counter came last): no cu_unavailable line.
+    assert!(!r.has("cu_unavailable"));
 }

@@ -194,6 +194,9 @@ pub struct OAuthClient {
     /// and building it (the TLS set-up) at start kept about 0.4 MiB of code resident in
     /// an idle daemon (issue 17).
     http: std::sync::OnceLock<reqwest::Client>,
+    /// The trust store and proxy rules (`shim_auth::net`); from the environment alone
+    /// unless [`OAuthClient::with_net`] gave the daemon's.
+    net: Option<std::sync::Arc<crate::net::Net>>,
     client_id: String,
     source: EndpointSource,
     endpoints: tokio::sync::OnceCell<Endpoints>,
@@ -259,10 +262,17 @@ impl OAuthClient {
     pub fn new(client_id: &str, source: EndpointSource) -> Result<OAuthClient, OAuthError> {
         Ok(OAuthClient {
             http: std::sync::OnceLock::new(),
+            net: None,
             client_id: client_id.to_owned(),
             source,
             endpoints: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// Uses `net` (the configured trust store and proxy) for every request.
+    pub fn with_net(mut self, net: std::sync::Arc<crate::net::Net>) -> OAuthClient {
+        self.net = Some(net);
+        self
     }
 
     /// The HTTP client, built on first use; it never follows redirects.
@@ -270,7 +280,15 @@ impl OAuthClient {
         if let Some(c) = self.http.get() {
             return Ok(c);
         }
-        let built = reqwest::Client::builder()
+        let net = match &self.net {
+            Some(n) => n.clone(),
+            None => std::sync::Arc::new(
+                crate::net::Net::new(&crate::net::NetOptions::default())
+                    .map_err(|e| OAuthError::Internal(e.to_string()))?,
+            ),
+        };
+        let built = net
+            .http_client()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(HTTP_TIMEOUT)
             .user_agent(concat!("autogpt-shim/", env!("CARGO_PKG_VERSION")))
@@ -316,12 +334,24 @@ impl OAuthClient {
         body: Zeroizing<String>,
     ) -> Result<(u16, Zeroizing<Vec<u8>>), OAuthError> {
         let transport = |e: reqwest::Error| {
+            if let Some(u) = crate::net::untrusted_issuer(&e) {
+                return OAuthError::Transport(format!("{} ({u})", url.as_str()));
+            }
             let what = if e.is_timeout() {
-                "timed out"
+                "timed out".to_owned()
             } else if e.is_connect() {
-                "connection failed"
+                // The proxy's answer, if a proxy failed (hyper-util's tunnel errors carry no
+                // credentials).
+                let chain = oidc::error_chain(&e);
+                if chain.contains("proxy authorization required") {
+                    "connection failed: the proxy refused the credentials (407)".to_owned()
+                } else if chain.contains("tunnel error") || chain.contains("SOCKS") {
+                    "connection failed: the proxy refused the tunnel".to_owned()
+                } else {
+                    "connection failed".to_owned()
+                }
             } else {
-                "request failed"
+                "request failed".to_owned()
             };
             OAuthError::Transport(format!("{} ({what})", url.as_str()))
         };

@@ -113,7 +113,7 @@ pub(crate) async fn discover(
 }
 
 /// `e` and its sources, joined (the crate's errors hide the interesting part in a source).
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

@@ -131,14 +131,15 @@ pub fn open(opts: &OpenOptions) -> Result<Desktop, Unavailable> {
             LinuxSession::None => return Err(Unavailable::NoDisplay("DISPLAY is not set".into())),
             LinuxSession::X11 => {}
         }
-    } else if classify_linux(
-        env("XDG_SESSION_TYPE").as_deref(),
-        env("WAYLAND_DISPLAY").as_deref(),
-        display.as_deref(),
-    ) == LinuxSession::Wayland
+    } else if !opts.private_display
+        && classify_linux(
+            env("XDG_SESSION_TYPE").as_deref(),
+            env("WAYLAND_DISPLAY").as_deref(),
+            display.as_deref(),
+        ) == LinuxSession::Wayland
     {
-        // A configured private display is still refused inside a Wayland session: the
-        // rule of 2.2 is about the session the daemon runs in.
+        // A named display is still refused inside a Wayland session (it may be the
+        // session's own XWayland); the daemon's private X server is not (2.2).
         return Err(Unavailable::Wayland);
     }
     let mut x = X11::connect(display.as_deref(), opts.cookie.as_ref())?;

@@ -38,11 +38,16 @@ fn prepare(sources: &ConfigSources, prefix: &str) -> Result<Ready, u8> {
         let _ = writeln!(stderr, "{prefix}: credential store: {e}");
         EXIT_FAIL
     })?;
-    let client =
-        OAuthClient::new(&settings.oauth_client_id, settings.oauth_source()).map_err(|e| {
+    let net = shim_auth::net::Net::new(&settings.net_options()).map_err(|e| {
+        let _ = writeln!(stderr, "{prefix}: {e}");
+        EXIT_CONFIG
+    })?;
+    let client = OAuthClient::new(&settings.oauth_client_id, settings.oauth_source())
+        .map_err(|e| {
             let _ = writeln!(stderr, "{prefix}: {e}");
             EXIT_FAIL
-        })?;
+        })?
+        .with_net(std::sync::Arc::new(net));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

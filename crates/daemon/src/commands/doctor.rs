@@ -1,5 +1,8 @@
 //! `doctor` (AUDIT_AUTH_CLI.md 5.5): every check of what `start` needs, one line each, exit
-//! 78 when a check is blocking. It never contacts the network and never creates credentials.
+//! 78 when a check is blocking. It never creates credentials. It contacts the network in two
+//! places only: the local model's URL (`local_llm`, when enabled) and, when a proxy applies
+//! to the platform, one `CONNECT` (or SOCKS5 connect) through it to the platform's host,
+//! with no TLS and no request on top (`proxy`).
 //!
 //! One deliberate difference from the incumbent: on Linux the window-list and clipboard checks
 //! ask the X11 backend itself (it speaks EWMH and the selection protocol natively) instead of
@@ -66,6 +69,102 @@ fn local_llm_check(settings: &Settings) -> Check {
             format!("local_llm will not be advertised: {why}"),
         ),
     }
+}
+
+/// The trust store (`trust_store`) and the proxy the platform's WebSocket would use
+/// (`proxy`), with one tunnel through it when there is one.
+fn network_checks(settings: &Settings) -> Vec<Check> {
+    let net = match shim_auth::net::Net::new(&settings.net_options()) {
+        Ok(n) => n,
+        Err(e) => {
+            return vec![
+                blocking("trust_store", Marker::Fail, e.to_string()),
+                check("proxy", Marker::Info, "not checked (no TLS configuration)"),
+            ];
+        }
+    };
+    let roots = net.roots();
+    let mut detail = format!("{} certificate authorities from the system", roots.system);
+    if let Some(p) = &settings.tls_ca_file {
+        detail.push_str(&format!(
+            ", {} from tls_ca_file {}",
+            roots.extra,
+            p.display()
+        ));
+    }
+    let trust = if roots.builtin {
+        check(
+            "trust_store",
+            Marker::Warn,
+            format!(
+                "{detail}; the system store is empty, the built-in Mozilla roots are used (install ca-certificates or set SSL_CERT_FILE)"
+            ),
+        )
+    } else {
+        check("trust_store", Marker::Ok, detail)
+    };
+    let ws = settings.ws_base();
+    let proxy = match url::Url::parse(&ws) {
+        Err(e) => check(
+            "proxy",
+            Marker::Warn,
+            format!("bad WebSocket URL {ws}: {e}"),
+        ),
+        Ok(url) => match net.proxy().route(&url) {
+            None => check(
+                "proxy",
+                Marker::Info,
+                format!(
+                    "none: the platform ({}) is reached directly (rules from {})",
+                    url.host_str().unwrap_or_default(),
+                    net.proxy().source()
+                ),
+            ),
+            Some(route) => {
+                let target = format!(
+                    "{}:{}",
+                    url.host_str().unwrap_or_default(),
+                    url.port_or_known_default().unwrap_or(443)
+                );
+                let tried = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rt| {
+                        rt.block_on(async {
+                            match tokio::time::timeout(
+                                std::time::Duration::from_secs(10),
+                                net.connect(&url),
+                            )
+                            .await
+                            {
+                                Ok(Ok(_)) => Ok(()),
+                                Ok(Err(e)) => Err(e.to_string()),
+                                Err(_) => Err("no answer within 10 s".to_owned()),
+                            }
+                        })
+                    });
+                let via = format!(
+                    "{} (from {}) for the platform",
+                    route.display(),
+                    net.proxy().source()
+                );
+                match tried {
+                    Ok(()) => check(
+                        "proxy",
+                        Marker::Ok,
+                        format!("{via}: a tunnel to {target} opened"),
+                    ),
+                    Err(e) => check(
+                        "proxy",
+                        Marker::Warn,
+                        format!("{via}: a tunnel to {target} failed: {e}"),
+                    ),
+                }
+            }
+        },
+    };
+    vec![trust, proxy]
 }
 
 /// Hardware: what would be advertised, how many devices are present, and whether the
@@ -155,6 +254,7 @@ pub fn checks(settings: &Settings, store_env: &StoreEnv) -> Vec<Check> {
             ));
         }
     }
+    out.extend(network_checks(settings));
     out.push(if settings.enable_recording {
         blocking(
             "recording",

@@ -109,6 +109,9 @@ enum ConnEnd {
     Error { handshook: bool },
     /// Closed with 4403 during the handshake (binding mismatch on newer platforms).
     Forbidden,
+    /// No connection could be made, for a reason the user can act on (the proxy refused,
+    /// the certificate is not trusted); backs off like `Error { handshook: false }`.
+    Unreachable(String),
     /// The runtime ends.
     Terminal(Outcome),
 }
@@ -324,12 +327,17 @@ impl Runtime {
             let end = self.connection(&board).await;
             let why = match &end {
                 ConnEnd::Terminal(_) => None,
-                ConnEnd::Clean => Some("closed cleanly by the platform"),
-                ConnEnd::Forbidden => Some("the platform refused the handshake (4403)"),
-                ConnEnd::Error { handshook: true } => Some("the connection was lost"),
-                ConnEnd::Error { handshook: false } => Some("the connection could not be made"),
+                ConnEnd::Clean => Some("closed cleanly by the platform".to_owned()),
+                ConnEnd::Forbidden => Some("the platform refused the handshake (4403)".to_owned()),
+                ConnEnd::Error { handshook: true } => Some("the connection was lost".to_owned()),
+                ConnEnd::Error { handshook: false } => {
+                    Some("the connection could not be made".to_owned())
+                }
+                ConnEnd::Unreachable(reason) => {
+                    Some(format!("the connection could not be made: {reason}"))
+                }
             };
-            if let Some(why) = why {
+            if let Some(why) = &why {
                 board.reconnecting(why);
                 if !matches!(end, ConnEnd::Clean) {
                     self.machine
@@ -363,6 +371,11 @@ impl Runtime {
                     attempt = attempt.saturating_add(1);
                     d
                 }
+                ConnEnd::Unreachable(_) => {
+                    let d = backoff_delay(s.reconnect_base_delay, s.reconnect_max_delay, attempt);
+                    attempt = attempt.saturating_add(1);
+                    d
+                }
                 ConnEnd::Error { handshook } => {
                     if handshook {
                         attempt = 0;
@@ -379,8 +392,14 @@ impl Runtime {
                 delay_ms = delay.as_millis() as u64,
                 "reconnecting after a delay"
             );
+            let mut changes = self.machine.net_changed.subscribe();
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
+                Ok(()) = changes.changed() => {
+                    // The network changed: try again now, from the first backoff step.
+                    tracing::info!("network changed; reconnecting now");
+                    attempt = 0;
+                }
                 () = self.stop.cancelled() => return Outcome::Stopped,
                 () = self.machine.shutdown.cancelled() => return Outcome::Stopped,
                 () = failed.cancelled() => return self.audit_failed_outcome(),
@@ -626,10 +645,20 @@ impl Runtime {
             let config = WebSocketConfig::default()
                 .max_message_size(Some(MAX_FRAME_BYTES))
                 .max_frame_size(Some(MAX_FRAME_BYTES));
-            let attempt = tokio::time::timeout(
-                s.tuning.handshake_timeout,
-                tokio_tungstenite::connect_async_with_config(req, Some(config), true),
-            );
+            let net = self.machine.net.clone();
+            let parsed = parsed.clone();
+            let attempt = tokio::time::timeout(s.tuning.handshake_timeout, async move {
+                // Direct or through the proxy, then TLS with the one trust store.
+                let tcp = net.connect(&parsed).await.map_err(ConnectError::Net)?;
+                tokio_tungstenite::client_async_tls_with_config(
+                    req,
+                    tcp,
+                    Some(config),
+                    Some(tokio_tungstenite::Connector::Rustls(net.tls())),
+                )
+                .await
+                .map_err(ConnectError::Ws)
+            });
             let r = tokio::select! {
                 r = attempt => r,
                 () = self.stop.cancelled() => return Err(ConnEnd::Terminal(Outcome::Stopped)),
@@ -637,7 +666,11 @@ impl Runtime {
             };
             match r {
                 Ok(Ok((ws, _))) => return Ok(ws),
-                Ok(Err(tungstenite::Error::Http(resp))) => {
+                Ok(Err(ConnectError::Net(e))) => {
+                    tracing::warn!(error = %e, url, "connect failed; will retry");
+                    return Err(ConnEnd::Unreachable(e.to_string()));
+                }
+                Ok(Err(ConnectError::Ws(tungstenite::Error::Http(resp)))) => {
                     let status = resp.status().as_u16();
                     match status {
                         401 | 403 if retried => {
@@ -663,7 +696,11 @@ impl Runtime {
                         }
                     }
                 }
-                Ok(Err(e)) => {
+                Ok(Err(ConnectError::Ws(e))) => {
+                    if let Some(u) = shim_auth::net::untrusted_issuer(&e) {
+                        tracing::warn!(error = %u, url, "connect failed; will retry");
+                        return Err(ConnEnd::Unreachable(u.to_string()));
+                    }
                     tracing::warn!(error = %e, url, "connect failed; will retry");
                     return Err(ConnEnd::Error { handshook: false });
                 }
@@ -693,7 +730,9 @@ impl Runtime {
                 Ok(t)
             }
             Err(RefreshFailure::Terminal(e)) => Err(ConnEnd::Terminal(Outcome::Failed(e))),
-            Err(RefreshFailure::Transient) => Err(ConnEnd::Error { handshook: false }),
+            Err(RefreshFailure::Transient(why)) => Err(ConnEnd::Unreachable(format!(
+                "the token refresh failed: {why}"
+            ))),
         }
     }
 
@@ -762,6 +801,8 @@ impl Runtime {
         );
         let mut awaiting_pong: Option<Instant> = None;
         let failed = self.audit.failed_token();
+        let mut changes = self.machine.net_changed.subscribe();
+        changes.mark_unchanged();
 
         let end = loop {
             tokio::select! {
@@ -796,6 +837,16 @@ impl Runtime {
                     }
                     let _ = conn.out.send(Out::Ping);
                 }
+                Ok(()) = changes.changed() => {
+                    // Probe now with a short deadline: a pong within PROBE_TIMEOUT, or the
+                    // link is taken as dead (2.4's ping and pong, sooner).
+                    let probe = crate::runtime::netwatch::PROBE_TIMEOUT;
+                    let since = Instant::now()
+                        .checked_sub(tuning.ws_pong_timeout.saturating_sub(probe))
+                        .unwrap_or_else(Instant::now);
+                    awaiting_pong = Some(awaiting_pong.map_or(since, |a| a.min(since)));
+                    let _ = conn.out.send(Out::Ping);
+                }
                 () = tokio::time::sleep(pong_wait(awaiting_pong, tuning.ws_pong_timeout)), if awaiting_pong.is_some() => {
                     tracing::warn!("no pong within the deadline; reconnecting");
                     break ConnEnd::Error { handshook: true };
@@ -823,7 +874,9 @@ impl Runtime {
             ConnEnd::Terminal(Outcome::Revoked) if silenced.load(Ordering::SeqCst) => {
                 Some((codes::SESSION_REVOKED, "session_revoked".to_owned()))
             }
-            ConnEnd::Error { .. } | ConnEnd::Forbidden => Some((codes::GOING_AWAY, String::new())),
+            ConnEnd::Error { .. } | ConnEnd::Forbidden | ConnEnd::Unreachable(_) => {
+                Some((codes::GOING_AWAY, String::new()))
+            }
             _ => None,
         };
         let closing = close.is_some();
@@ -837,7 +890,9 @@ impl Runtime {
         }
         let reason = match &end {
             ConnEnd::Clean => "clean_exit".to_owned(),
-            ConnEnd::Error { .. } | ConnEnd::Forbidden => "loop_error: connection lost".to_owned(),
+            ConnEnd::Error { .. } | ConnEnd::Forbidden | ConnEnd::Unreachable(_) => {
+                "loop_error: connection lost".to_owned()
+            }
             ConnEnd::Terminal(Outcome::Stopped) => "clean_exit".to_owned(),
             ConnEnd::Terminal(Outcome::Revoked) => return end,
             ConnEnd::Terminal(Outcome::Failed(e)) => format!("loop_error: {e}"),
@@ -1280,6 +1335,13 @@ async fn handle(
 
 fn cap_label(cap: &Capability) -> &str {
     cap.as_str()
+}
+
+/// Why a WebSocket could not be opened: the TCP path (direct or through the proxy) or the
+/// TLS / upgrade on top of it.
+enum ConnectError {
+    Net(shim_auth::net::NetError),
+    Ws(tungstenite::Error),
 }
 
 type WsStream =

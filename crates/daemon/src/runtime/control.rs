@@ -201,6 +201,23 @@ fn acceptable_name(name: &str) -> bool {
         })
 }
 
+/// The system folders the Windows browser never lists (9.2 navigation step 4), compared
+/// case-insensitively.
+fn windows_system_name(name: &str) -> bool {
+    const HIDDEN: [&str; 8] = [
+        "$recycle.bin",
+        "documents and settings",
+        "program files",
+        "program files (x86)",
+        "programdata",
+        "recovery",
+        "system volume information",
+        "windows",
+    ];
+    let lower = name.to_lowercase();
+    HIDDEN.contains(&lower.as_str())
+}
+
 fn is_special(p: &Path) -> bool {
     ["/dev", "/proc", "/sys", "/run"]
         .iter()
@@ -213,7 +230,7 @@ fn usable_dir(raw: &Path) -> Option<PathBuf> {
     if m.file_type().is_symlink() || !m.is_dir() {
         return None;
     }
-    let c = std::fs::canonicalize(raw).ok()?;
+    let c = grant::canonical_plain(raw).ok()?;
     if !grant::accessible(&c) || is_special(&c) || c.to_str().is_none() {
         return None;
     }
@@ -226,7 +243,6 @@ fn display_name(p: &Path) -> String {
         .map_or_else(|| p.to_string_lossy().into_owned(), str::to_owned)
 }
 
-/// The virtual roots of 9.2 (linux / wsl2).
 /// Removes the least recently used entries of `map` until it has room for one more
 /// (fewer than `max`).
 fn evict_least_recent<V, T: Ord>(map: &mut HashMap<String, V>, max: usize, used: impl Fn(&V) -> T) {
@@ -242,6 +258,8 @@ fn evict_least_recent<V, T: Ord>(map: &mut HashMap<String, V>, max: usize, used:
     }
 }
 
+/// The virtual roots of 9.2: the home folder first, then on Windows the drive roots, on
+/// Unix the mounts under `/media/<user>` and `/run/media/<user>`.
 pub(crate) fn virtual_roots(home: Option<&Path>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let push = |p: PathBuf, out: &mut Vec<PathBuf>| {
@@ -254,8 +272,22 @@ pub(crate) fn virtual_roots(home: Option<&Path>) -> Vec<PathBuf> {
     {
         push(c, &mut out);
     }
-    let user = home.and_then(|h| h.file_name()).and_then(|n| n.to_str());
-    if let Some(user) = user {
+    // Windows: the removable and fixed drive roots, `A:\` to `Z:\`, deduplicated by the
+    // case-folded path.
+    #[cfg(windows)]
+    for d in crate::runtime::file_id::local_drive_roots() {
+        if let Some(c) = usable_dir(&d) {
+            let key = c.to_string_lossy().to_lowercase();
+            if !out
+                .iter()
+                .any(|o| o.to_string_lossy().to_lowercase() == key)
+            {
+                push(c, &mut out);
+            }
+        }
+    }
+    #[cfg(unix)]
+    if let Some(user) = home.and_then(|h| h.file_name()).and_then(|n| n.to_str()) {
         for parent in [format!("/media/{user}"), format!("/run/media/{user}")] {
             if let Ok(rd) = std::fs::read_dir(&parent) {
                 let mut kids: Vec<PathBuf> = rd
@@ -291,7 +323,7 @@ fn scan(dir: &Path) -> Option<(Vec<PathBuf>, bool)> {
         }
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !acceptable_name(name) {
+        if !acceptable_name(name) || (cfg!(windows) && windows_system_name(name)) {
             continue;
         }
         if let Some(c) = usable_dir(&e.path()) {

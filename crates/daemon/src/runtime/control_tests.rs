@@ -86,3 +86,19 @@ fn a_reference_used_at_exactly_expires_at_is_expired() {
     assert!(!st.browses.contains_key("at"));
     assert!(st.browses.contains_key("later"));
 }
+
+#[test]
+fn windows_system_folders_are_recognised_in_any_case() {
+    for n in [
+        "Windows",
+        "PROGRAM FILES",
+        "Program Files (x86)",
+        "ProgramData",
+        "$Recycle.Bin",
+    ] {
+        assert!(windows_system_name(n), "{n}");
+    }
+    for n in ["Users", "Windows2", "Programs", "data"] {
+        assert!(!windows_system_name(n), "{n}");
+    }
+}

@@ -363,6 +363,7 @@ pub(crate) async fn start(
                 on_launch: Some(register_launched()),
                 cookie: Some(cookie.clone()),
                 launch_env: launch_env.clone(),
+                private_display: true,
             }) {
                 Ok(desktop) if desktop.windows.available() => return Ok(engine(desktop)),
                 Ok(_) => "the window manager did not take the screen".to_owned(),

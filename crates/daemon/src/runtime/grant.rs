@@ -66,13 +66,8 @@ pub fn canonicalize_root(p: &Path) -> Result<CanonicalRoot, RootError> {
     let path = canon.to_str().ok_or(RootError::Unavailable)?.to_owned();
     #[cfg(unix)]
     let (device, inode) = (m.dev(), m.ino());
-    // Windows: canonicalize gives `\\?\C:\x`; the root path is the one without the
-    // verbatim prefix (`\\?\UNC\srv\share` becomes `\\srv\share`), as the jail reports it.
     #[cfg(windows)]
-    let path = match path.strip_prefix(r"\\?\UNC\") {
-        Some(unc) => format!(r"\\{unc}"),
-        None => path.strip_prefix(r"\\?\").unwrap_or(&path).to_owned(),
-    };
+    let path = plain_windows_path(&path);
     #[cfg(windows)]
     let (device, inode) =
         crate::runtime::file_id::identity(&canon).map_err(|_| RootError::Unavailable)?;
@@ -81,6 +76,27 @@ pub fn canonicalize_root(p: &Path) -> Result<CanonicalRoot, RootError> {
         device,
         inode,
     })
+}
+
+/// Windows: `std::fs::canonicalize` gives the verbatim form `\\?\C:\x`; the platform and
+/// the incumbent use the plain one (PROTOCOL.md 9.5.4): `C:\x`, and `\\srv\share` for
+/// `\\?\UNC\srv\share`. Any other path is returned as it is. A pure string rule, tested on
+/// every OS.
+pub fn plain_windows_path(path: &str) -> String {
+    match path.strip_prefix(r"\\?\UNC\") {
+        Some(unc) => format!(r"\\{unc}"),
+        None => path.strip_prefix(r"\\?\").unwrap_or(path).to_owned(),
+    }
+}
+
+/// `canonicalize`, then on Windows the plain form of [`plain_windows_path`].
+pub fn canonical_plain(p: &Path) -> std::io::Result<PathBuf> {
+    let c = std::fs::canonicalize(p)?;
+    #[cfg(windows)]
+    if let Some(s) = c.to_str() {
+        return Ok(PathBuf::from(plain_windows_path(s)));
+    }
+    Ok(c)
 }
 
 /// JSON string escaping of 9.4 step 3 (Python `json.dumps` with `ensure_ascii`).
@@ -109,14 +125,31 @@ pub fn json_string(s: &str) -> String {
     out
 }
 
-/// The fingerprint of 9.4: lowercase hex SHA-256 of the sorted compact JSON.
-pub fn fingerprint(root: &CanonicalRoot) -> String {
-    let json = format!(
+/// `normcase` of 9.4 step 3: identity on POSIX (`windows` false); on Windows every `/`
+/// becomes `\` and the path is lower-cased (Python's `ntpath.normcase`, which the incumbent
+/// hashed), so grants verify across both daemons.
+pub fn normcase(path: &str, windows: bool) -> std::borrow::Cow<'_, str> {
+    if windows {
+        std::borrow::Cow::Owned(path.replace('/', "\\").to_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(path)
+    }
+}
+
+/// The JSON that 9.4 hashes, for a root on Windows (`windows` true) or POSIX: keys sorted,
+/// no whitespace, the path in `normcase` form.
+pub fn fingerprint_json(root: &CanonicalRoot, windows: bool) -> String {
+    format!(
         "{{\"device\":{},\"inode\":{},\"path\":{}}}",
         root.device,
         root.inode,
-        json_string(&root.path)
-    );
+        json_string(&normcase(&root.path, windows))
+    )
+}
+
+/// The fingerprint of 9.4 on this OS: lowercase hex SHA-256 of [`fingerprint_json`].
+pub fn fingerprint(root: &CanonicalRoot) -> String {
+    let json = fingerprint_json(root, cfg!(windows));
     hex::encode(ring::digest::digest(&ring::digest::SHA256, json.as_bytes()))
 }
 

@@ -15,6 +15,8 @@ fn json_escaping_matches_python_ensure_ascii() {
     assert_eq!(json_string("\u{7f}"), "\"\u{7f}\"");
 }
 
+// POSIX: the path is hashed as it is (on Windows it is normcased, tested below).
+#[cfg(unix)]
 #[test]
 fn fingerprint_is_sha256_of_sorted_compact_json() {
     let r = CanonicalRoot {
@@ -28,6 +30,34 @@ fn fingerprint_is_sha256_of_sorted_compact_json() {
     ));
     assert_eq!(fingerprint(&r), expected);
     assert_eq!(fingerprint(&r).len(), 64);
+}
+
+#[test]
+fn normcase_lower_cases_and_uses_backslashes_on_windows_only() {
+    assert_eq!(
+        normcase(r"C:\Users\Ada/Projects\ÉTÉ", true),
+        r"c:\users\ada\projects\été"
+    );
+    assert_eq!(normcase("/home/Ada/Projects", false), "/home/Ada/Projects");
+    let r = CanonicalRoot {
+        path: r"C:\Users\Ada\Projects".into(),
+        device: 3_735_928_559,
+        inode: 281_474_976_710_677,
+    };
+    // What the incumbent hashes on Windows (PROTOCOL.md 9.4 step 3).
+    assert_eq!(
+        fingerprint_json(&r, true),
+        r#"{"device":3735928559,"inode":281474976710677,"path":"c:\\users\\ada\\projects"}"#
+    );
+    assert_eq!(
+        fingerprint_json(&r, false),
+        r#"{"device":3735928559,"inode":281474976710677,"path":"C:\\Users\\Ada\\Projects"}"#
+    );
+    let expected = hex::encode(ring::digest::digest(
+        &ring::digest::SHA256,
+        fingerprint_json(&r, cfg!(windows)).as_bytes(),
+    ));
+    assert_eq!(fingerprint(&r), expected);
 }
 
 #[test]
@@ -100,4 +130,13 @@ fn symlinked_roots_are_refused() {
         canonicalize_root(&dir.path().join("missing")),
         Err(RootError::Unavailable)
     );
+}
+
+#[test]
+fn plain_windows_paths_drop_the_verbatim_prefix() {
+    assert_eq!(plain_windows_path(r"\\?\C:\Users\ada"), r"C:\Users\ada");
+    assert_eq!(plain_windows_path(r"\\?\C:\"), r"C:\");
+    assert_eq!(plain_windows_path(r"\\?\UNC\srv\share\x"), r"\\srv\share\x");
+    assert_eq!(plain_windows_path(r"C:\Users\ada"), r"C:\Users\ada");
+    assert_eq!(plain_windows_path("/home/ada"), "/home/ada");
 }

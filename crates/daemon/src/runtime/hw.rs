@@ -68,6 +68,20 @@ fn allowlist(key: &str, entries: &[String]) -> Allowlist {
     })
 }
 
+/// Serial and USB as the build for `os` serves them: serial only where ports are
+/// enumerated (the sysfs tty class: Linux and Android; macOS has no enumeration yet, so it
+/// is not advertised there), USB wherever nusb lists devices on Unix. Windows has neither.
+fn serial_and_usb(os: &str, unix: bool) -> Vec<Capability> {
+    let mut caps = Vec::new();
+    if unix && matches!(os, "linux" | "android") {
+        caps.push(Capability::HardwareSerial);
+    }
+    if unix {
+        caps.push(Capability::HardwareUsb);
+    }
+    caps
+}
+
 impl HwMachine {
     /// From the settings.
     pub(crate) fn new(settings: &Settings) -> HwMachine {
@@ -91,17 +105,13 @@ impl HwMachine {
         }
     }
 
-    /// The capabilities this host can advertise (9.1): serial and USB whenever support is
-    /// compiled in, GPIO only on Linux with a GPIO character device.
+    /// The capabilities this host can advertise (9.1): serial and USB as
+    /// [`serial_and_usb`] says for this OS, GPIO only on Linux with a GPIO character device.
     pub(crate) fn capabilities(&self) -> Vec<Capability> {
         if !self.enabled {
             return Vec::new();
         }
-        let mut caps = Vec::new();
-        if cfg!(unix) {
-            caps.push(Capability::HardwareSerial);
-            caps.push(Capability::HardwareUsb);
-        }
+        let mut caps = serial_and_usb(std::env::consts::OS, cfg!(unix));
         if shim_hw::gpio_present(&self.source) {
             caps.push(Capability::HardwareGpio);
         }
@@ -524,3 +534,7 @@ fn gpio_write(gpio: &GpioSession, source: &Source, writable: &Allowlist, p: Gpio
         },
     }
 }
+
+#[cfg(test)]
+#[path = "hw_tests.rs"]
+mod tests;

@@ -24,8 +24,8 @@ pub(crate) enum RefreshFailure {
     /// Log in again: exit 77.
     Terminal(DaemonError),
     /// Network, timeout, 5xx: this connection attempt failed; back off and retry (the
-    /// reason is logged where it happened).
-    Transient,
+    /// reason is logged where it happened, and shown by `status`).
+    Transient(String),
 }
 
 /// The message of 3.5 for a terminal refresh failure.
@@ -136,7 +136,7 @@ impl Tokens {
             }
             Err(RefreshError::Transient(why)) => {
                 tracing::warn!(reason = %why, "token refresh failed; will retry");
-                return Err(RefreshFailure::Transient);
+                return Err(RefreshFailure::Transient(why.to_string()));
             }
         };
         let pair = shim_auth::tokens::Tokens {
@@ -166,6 +166,10 @@ impl Tokens {
 /// The process-wide state.
 pub(crate) struct Machine {
     pub(crate) settings: Settings,
+    /// The trust store and proxy rules of every connection to the platform.
+    pub(crate) net: Arc<shim_auth::net::Net>,
+    /// Bumped on a wake-up or a local address change (runtime/netwatch.rs).
+    pub(crate) net_changed: tokio::sync::watch::Sender<u64>,
     pub(crate) identity: Identity,
     pub(crate) audit: Auditor,
     pub(crate) audit_key: AuditKey,

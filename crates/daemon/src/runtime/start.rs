@@ -39,7 +39,7 @@ use crate::runtime::machine::Tokens;
 pub struct StartDeps {
     /// Where tokens and the audit key live.
     pub store: Box<dyn CredentialStore>,
-    /// The [compat] legacy audit-key file and its passphrase, if any.
+    /// The \[compat\] legacy audit-key file and its passphrase, if any.
     pub legacy_key: Option<(std::path::PathBuf, Secret)>,
     /// Cancelled to stop the daemon (signals).
     pub shutdown: CancellationToken,
@@ -233,9 +233,16 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     }
 
     // Step 4: credentials ([H-12]).
+    // One trust store and one set of proxy rules for the WebSocket and OAuth (fail closed:
+    // an unreadable tls_ca_file stops the start).
+    let net = Arc::new(
+        shim_auth::net::Net::new(&settings.net_options())
+            .map_err(|e| DaemonError::Preflight(e.to_string()))?,
+    );
     let oauth =
         shim_auth::oauth::OAuthClient::new(&settings.oauth_client_id, settings.oauth_source())
-            .map_err(|e| DaemonError::Other(e.to_string()))?;
+            .map_err(|e| DaemonError::Other(e.to_string()))?
+            .with_net(net.clone());
     let tokens = Tokens::load(store, &settings.deployment_id(), oauth)?;
 
     // Legacy mode: the jail root must open (fail closed).
@@ -317,6 +324,12 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
     });
     let machine = Arc::new(Machine {
         settings: settings.clone(),
+        net,
+        net_changed: {
+            let (tx, _) = tokio::sync::watch::channel(0);
+            crate::runtime::netwatch::spawn(tx.clone());
+            tx
+        },
         identity,
         audit: audit.clone(),
         audit_key: key,
