@@ -15,6 +15,7 @@ pub mod keys;
 pub mod policy;
 #[cfg(target_os = "linux")]
 pub mod testing;
+pub mod vdesk;
 
 #[cfg(target_os = "linux")]
 pub mod x11;

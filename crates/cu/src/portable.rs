@@ -437,7 +437,12 @@ fn type_unicode(_c: char) -> CuResult<()> {
 }
 
 impl Input for Portable {
+    /// Windows: SendInput through the virtual screen's origin (rdev ignores it, so its
+    /// moves miss whenever a monitor sits left of or above the primary).
     fn move_to(&self, p: [i64; 2]) -> CuResult<()> {
+        #[cfg(target_os = "windows")]
+        return crate::win32::move_pointer(p);
+        #[cfg(not(target_os = "windows"))]
         sim(&rdev::EventType::MouseMove {
             x: p[0] as f64,
             y: p[1] as f64,

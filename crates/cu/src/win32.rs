@@ -329,6 +329,74 @@ pub(crate) fn clipboard_marker() -> Result<Option<String>, CuError> {
     Ok(crate::policy::windows_clipboard_marker(&formats))
 }
 
+/// The virtual screen as `GetSystemMetrics` reports it now (it changes with the monitors).
+fn virtual_screen() -> crate::vdesk::VirtualScreen {
+    let m = |i| {
+        // SAFETY: GetSystemMetrics only reads a system value.
+        i64::from(unsafe { wm::GetSystemMetrics(i) })
+    };
+    crate::vdesk::VirtualScreen {
+        origin: [m(wm::SM_XVIRTUALSCREEN), m(wm::SM_YVIRTUALSCREEN)],
+        size: [m(wm::SM_CXVIRTUALSCREEN), m(wm::SM_CYVIRTUALSCREEN)],
+    }
+}
+
+/// Moves the pointer to `p` (virtual-screen pixels) with one absolute `SendInput`
+/// normalised to the virtual desktop, its origin included (see [`crate::vdesk`]).
+pub(crate) fn move_pointer(p: [i64; 2]) -> CuResult<()> {
+    use windows_sys::Win32::UI::Input::KeyboardAndMouse as kbd;
+    let screen = virtual_screen();
+    let [dx, dy] = crate::vdesk::normalise(p, screen).ok_or_else(|| {
+        CuError::internal(format!(
+            "({}, {}) lies outside the virtual screen {screen:?}",
+            p[0], p[1]
+        ))
+    })?;
+    let input = kbd::INPUT {
+        r#type: kbd::INPUT_MOUSE,
+        Anonymous: kbd::INPUT_0 {
+            mi: kbd::MOUSEINPUT {
+                dx,
+                dy,
+                mouseData: 0,
+                dwFlags: kbd::MOUSEEVENTF_MOVE
+                    | kbd::MOUSEEVENTF_ABSOLUTE
+                    | kbd::MOUSEEVENTF_VIRTUALDESK,
+                time: 0,
+                dwExtraInfo: 0,
+            },
+        },
+    };
+    let size = i32::try_from(std::mem::size_of::<kbd::INPUT>())
+        .map_err(|_| CuError::internal("INPUT size"))?;
+    // SAFETY: one initialised mouse INPUT and its size; SendInput only reads it.
+    let sent = unsafe { kbd::SendInput(1, &input, size) };
+    if sent != 1 {
+        return Err(CuError::internal("the OS refused the input event"));
+    }
+    Ok(())
+}
+
+/// Makes this process per-monitor DPI aware (v2), so capture pixels and input coordinates
+/// are the same physical pixels on every monitor whatever its scale. Falls back to
+/// system-wide awareness where v2 is refused (older Windows, or awareness already set by a
+/// manifest, which then stands); returns which one holds.
+pub(crate) fn dpi_aware() -> &'static str {
+    use windows_sys::Win32::UI::HiDpi;
+    // SAFETY: sets a process-wide flag; the argument is one of the documented constants.
+    if unsafe {
+        HiDpi::SetProcessDpiAwarenessContext(HiDpi::DPI_AWARENESS_CONTEXT_PER_MONITOR_AWARE_V2)
+    } != 0
+    {
+        return "per-monitor v2";
+    }
+    // SAFETY: as above, the Vista-era system-wide form.
+    if unsafe { wm::SetProcessDPIAware() } != 0 {
+        return "system";
+    }
+    "unchanged"
+}
+
 #[cfg(test)]
 #[path = "win32_tests.rs"]
 mod tests;
