@@ -123,3 +123,36 @@ fn the_counter_moves_with_every_copy_so_a_newer_user_copy_is_seen() {
     let now = d.clipboard.counter();
     assert!(now.is_some() && now != ours, "{now:?} {ours:?}");
 }
+
+/// The pointer, as this process reads it.
+fn cursor() -> [i64; 2] {
+    let mut p = windows_sys::Win32::Foundation::POINT { x: 0, y: 0 };
+    // SAFETY: `p` is a valid POINT for the call to fill.
+    assert_ne!(
+        unsafe { windows_sys::Win32::UI::WindowsAndMessaging::GetCursorPos(&mut p) },
+        0
+    );
+    [i64::from(p.x), i64::from(p.y)]
+}
+
+#[test]
+fn pointer_moves_land_on_the_virtual_screens_corners_and_inside() {
+    let d = crate::open(&crate::OpenOptions::default()).unwrap();
+    let s = super::virtual_screen();
+    let [x0, y0] = s.origin;
+    let [x1, y1] = [x0 + s.size[0] - 1, y0 + s.size[1] - 1];
+    for p in [[x0, y0], [x1, y1], [x0, y1], [x1, y0], [x0 + 123, y0 + 77]] {
+        d.input.move_to(p).unwrap();
+        let mut at = cursor();
+        for _ in 0..50 {
+            if at == p {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            at = cursor();
+        }
+        assert_eq!(at, p, "on {s:?}");
+    }
+    // Outside the virtual screen: a typed error, no move.
+    assert!(d.input.move_to([x1 + 1, y0]).is_err());
+}
