@@ -29,6 +29,16 @@ mod win32;
 #[cfg(target_os = "windows")]
 mod windows;
 
+/// Whether this process runs elevated on Windows (`TokenElevation`); `None` elsewhere or
+/// when the token cannot be read. `doctor` reports it (a process that is not elevated
+/// cannot drive elevated windows).
+pub fn process_elevated() -> Option<bool> {
+    #[cfg(target_os = "windows")]
+    return win32::elevated();
+    #[cfg(not(target_os = "windows"))]
+    None
+}
+
 pub use backend::Desktop;
 pub use engine::Engine;
 pub use engine::EngineConfig;

@@ -606,6 +606,14 @@ fn window_list() -> CuResult<Vec<NativeWindow>> {
 }
 
 impl Apps for Portable {
+    /// Windows: on user32, with executable paths and the background windows on request.
+    #[cfg(target_os = "windows")]
+    fn list(&self, include_background: bool) -> CuResult<Vec<NativeApp>> {
+        crate::win32::apps(include_background)
+    }
+
+    /// macOS: the on-screen window list grouped by process.
+    #[cfg(not(target_os = "windows"))]
     fn list(&self, _include_background: bool) -> CuResult<Vec<NativeApp>> {
         let windows = Windows::list(self)?;
         let mut by_pid: std::collections::BTreeMap<i64, NativeApp> = Default::default();
@@ -720,9 +728,15 @@ impl Clipboard for Portable {
 }
 
 impl Permissions for Portable {
+    /// Windows (4.8): granted when the process is elevated (it can drive every window),
+    /// else unknown (UIPI silently drops input into elevated windows). macOS: unknown.
     fn check(&self, name: &str) -> PermissionState {
         match (self.kind, name) {
             (_, "accessibility" | "screen_recording" | "input_monitoring") => {
+                #[cfg(target_os = "windows")]
+                if crate::win32::elevated() == Some(true) {
+                    return PermissionState::Granted;
+                }
                 PermissionState::Unknown
             }
             _ => PermissionState::NotApplicable,

@@ -26,6 +26,7 @@ use windows_sys::Win32::System::Threading::QueryFullProcessImageNameW;
 use windows_sys::Win32::UI::WindowsAndMessaging as wm;
 
 use crate::backend::Fingerprint;
+use crate::backend::NativeApp;
 use crate::backend::NativeWindow;
 use crate::error::CuError;
 use crate::error::CuResult;
@@ -58,8 +59,9 @@ fn pid(h: HWND) -> u32 {
     pid
 }
 
-/// The executable's file name without `.exe`, as the application name.
-fn app_name(pid: u32) -> Option<String> {
+/// The executable's full path (`QueryFullProcessImageNameW`), when the process can be
+/// opened for a limited query (not for elevated or protected processes of others).
+fn exe_path(pid: u32) -> Option<String> {
     // SAFETY: the handle is checked, used once and closed; `buf`/`len` describe a writable
     // buffer.
     unsafe {
@@ -74,14 +76,19 @@ fn app_name(pid: u32) -> Option<String> {
         if ok == 0 {
             return None;
         }
-        let path = String::from_utf16_lossy(&buf[..len as usize]);
-        let file = path.rsplit(['\\', '/']).next().unwrap_or(&path);
-        let stem = file
-            .strip_suffix(".exe")
-            .or_else(|| file.strip_suffix(".EXE"))
-            .unwrap_or(file);
-        Some(stem.to_owned())
+        Some(String::from_utf16_lossy(&buf[..len as usize]))
     }
+}
+
+/// The executable's file name without `.exe`, as the application name.
+fn app_name(pid: u32) -> Option<String> {
+    let path = exe_path(pid)?;
+    let file = path.rsplit(['\\', '/']).next().unwrap_or(&path);
+    let stem = file
+        .strip_suffix(".exe")
+        .or_else(|| file.strip_suffix(".EXE"))
+        .unwrap_or(file);
+    Some(stem.to_owned())
 }
 
 fn dwm<T: Default>(h: HWND, attribute: i32) -> Option<T> {
@@ -126,6 +133,11 @@ fn describe(h: HWND, own: u32, foreground: HWND) -> Option<NativeWindow> {
     if unsafe { wm::IsWindowVisible(h) } == 0 {
         return None;
     }
+    describe_any(h, own, foreground)
+}
+
+/// [`describe`] without the visibility test (the background windows of APP_LIST).
+fn describe_any(h: HWND, own: u32, foreground: HWND) -> Option<NativeWindow> {
     let class = class_name(h);
     if class.is_empty() || class == "Progman" || class == "Button" {
         return None;
@@ -167,8 +179,8 @@ fn describe(h: HWND, own: u32, foreground: HWND) -> Option<NativeWindow> {
     })
 }
 
-/// The top-level windows of other processes, front to back.
-pub(crate) fn list() -> CuResult<Vec<NativeWindow>> {
+/// Every top-level window handle, front to back.
+fn top_level() -> CuResult<Vec<HWND>> {
     let mut all: Vec<HWND> = Vec::new();
     // SAFETY: `collect` only pushes into `all`, which outlives the call.
     let ok = unsafe { wm::EnumWindows(Some(collect), &mut all as *mut Vec<HWND> as LPARAM) };
@@ -178,12 +190,84 @@ pub(crate) fn list() -> CuResult<Vec<NativeWindow>> {
             std::io::Error::last_os_error()
         )));
     }
+    Ok(all)
+}
+
+/// The top-level windows of other processes, front to back.
+pub(crate) fn list() -> CuResult<Vec<NativeWindow>> {
     // SAFETY: no arguments.
     let (own, foreground) = unsafe { (GetCurrentProcessId(), wm::GetForegroundWindow()) };
-    Ok(all
+    Ok(top_level()?
         .into_iter()
         .filter_map(|h| describe(h, own, foreground))
         .collect())
+}
+
+/// The processes owning top-level windows (4.6.1): visible ones only unless
+/// `include_background`, which adds the windows that are hidden (tray and background
+/// programs keep one). Each with its executable path, the windows counted, and whether it
+/// owns the foreground window. The name is the executable's file name, else the first
+/// window title.
+pub(crate) fn apps(include_background: bool) -> CuResult<Vec<NativeApp>> {
+    // SAFETY: no arguments.
+    let (own, foreground) = unsafe { (GetCurrentProcessId(), wm::GetForegroundWindow()) };
+    let mut by_pid: std::collections::BTreeMap<i64, NativeApp> = Default::default();
+    for h in top_level()? {
+        let w = if include_background {
+            describe_any(h, own, foreground)
+        } else {
+            describe(h, own, foreground)
+        };
+        let Some(w) = w else { continue };
+        let pid = w.fingerprint.pid;
+        let e = by_pid.entry(pid).or_insert_with(|| NativeApp {
+            pid,
+            name: String::new(),
+            bundle_id: None,
+            executable_path: u32::try_from(pid).ok().and_then(exe_path),
+            is_frontmost: false,
+            window_count: 0,
+        });
+        if e.name.is_empty() {
+            e.name = w.app_name.clone().or(w.title.clone()).unwrap_or_default();
+        }
+        e.window_count += 1;
+        e.is_frontmost |= w.is_focused;
+    }
+    Ok(by_pid.into_values().collect())
+}
+
+/// Whether this process runs elevated (`TokenElevation`); `None` when the token cannot be
+/// read. A process that is not elevated cannot drive elevated windows: UIPI drops its
+/// input to them without an error.
+pub(crate) fn elevated() -> Option<bool> {
+    use windows_sys::Win32::Security::GetTokenInformation;
+    use windows_sys::Win32::Security::TOKEN_ELEVATION;
+    use windows_sys::Win32::Security::TOKEN_QUERY;
+    use windows_sys::Win32::Security::TokenElevation;
+    use windows_sys::Win32::System::Threading::GetCurrentProcess;
+    use windows_sys::Win32::System::Threading::OpenProcessToken;
+    let mut token = std::ptr::null_mut();
+    // SAFETY: the pseudo-handle of this process; `token` is written on success only and
+    // closed below.
+    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } == 0 {
+        return None;
+    }
+    let mut e = TOKEN_ELEVATION { TokenIsElevated: 0 };
+    let mut len = 0u32;
+    // SAFETY: `e` is writable for the size passed; `len` receives the size written.
+    let ok = unsafe {
+        GetTokenInformation(
+            token,
+            TokenElevation,
+            (&mut e as *mut TOKEN_ELEVATION).cast::<c_void>(),
+            std::mem::size_of::<TOKEN_ELEVATION>() as u32,
+            &mut len,
+        )
+    };
+    // SAFETY: the token handle opened above, closed once.
+    unsafe { CloseHandle(token) };
+    (ok != 0).then_some(e.TokenIsElevated != 0)
 }
 
 /// The window's owner and application, if it still exists.

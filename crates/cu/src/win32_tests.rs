@@ -156,3 +156,11 @@ fn pointer_moves_land_on_the_virtual_screens_corners_and_inside() {
     // Outside the virtual screen: a typed error, no move.
     assert!(d.input.move_to([x1 + 1, y0]).is_err());
 }
+
+#[test]
+fn the_elevation_probe_reads_the_token() {
+    // Wine gives every process a readable token; the answer itself depends on the prefix.
+    let e = super::elevated();
+    eprintln!("win32: elevated = {e:?}");
+    assert!(e.is_some());
+}

@@ -109,6 +109,21 @@ fn probe_window() -> usize {
 /// on its own thread with its message loop ([`probe_proc`]), and makes it the foreground
 /// window; returns its handle.
 fn show_window(title: &'static str, color: u32, rect: [i32; 4], topmost: bool) -> usize {
+    make_window(title, color, rect, topmost, true)
+}
+
+/// A window of this process that is never shown (a tray program's kind).
+fn hidden_window(title: &'static str) -> usize {
+    make_window(title, 0, [0, 0, 50, 50], false, false)
+}
+
+fn make_window(
+    title: &'static str,
+    color: u32,
+    rect: [i32; 4],
+    topmost: bool,
+    visible: bool,
+) -> usize {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use windows_sys::Win32::Graphics::Gdi::CreateSolidBrush;
@@ -140,7 +155,7 @@ fn show_window(title: &'static str, color: u32, rect: [i32; 4], topmost: bool) -
                 if topmost { wm::WS_EX_TOPMOST } else { 0 },
                 class.as_ptr(),
                 wtitle.as_ptr(),
-                wm::WS_POPUP | wm::WS_VISIBLE,
+                wm::WS_POPUP | if visible { wm::WS_VISIBLE } else { 0 },
                 x1,
                 y1,
                 x2 - x1,
@@ -151,8 +166,10 @@ fn show_window(title: &'static str, color: u32, rect: [i32; 4], topmost: bool) -
                 std::ptr::null(),
             );
             assert!(!hwnd.is_null(), "CreateWindowExW");
-            UpdateWindow(hwnd);
-            wm::SetForegroundWindow(hwnd);
+            if visible {
+                UpdateWindow(hwnd);
+                wm::SetForegroundWindow(hwnd);
+            }
             let _ = tx.send(hwnd as usize);
             let mut msg: wm::MSG = std::mem::zeroed();
             while wm::GetMessageW(&mut msg, std::ptr::null_mut(), 0, 0) > 0 {
@@ -606,9 +623,19 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
             json!({"permissions": ["accessibility", "screen_recording"]}),
         )
         .await;
+    // Granted when elevated, else unknown (4.8); the daemon runs with this process's token.
+    let state = match shim_cu::process_elevated() {
+        Some(true) => "granted",
+        _ => "unknown",
+    };
+    eprintln!("windows_cu: elevated = {:?}", shim_cu::process_elevated());
+    assert!(
+        shim_cu::process_elevated().is_some(),
+        "the token is readable"
+    );
     assert_eq!(
         payload(&r)["permissions"],
-        json!({"accessibility": "unknown", "screen_recording": "unknown"}),
+        json!({"accessibility": state, "screen_recording": state}),
         "{r}"
     );
 
@@ -629,12 +656,35 @@ async fn computer_use_under_wine_on_xvfb_through_the_daemon() {
     let exe = std::env::current_exe().unwrap();
     let stem = exe.file_stem().unwrap().to_string_lossy().into_owned();
     assert_eq!(listed["app_name"], stem.as_str(), "{listed}");
+    // The app list: this process with its executable's path; a hidden window counts only
+    // with include_background.
+    let ours = |r: &Value| {
+        payload(r)["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["pid"] == std::process::id())
+            .unwrap_or_else(|| panic!("this process is not listed: {r}"))
+            .clone()
+    };
+    let _hidden = hidden_window("i13cu hidden");
     let r = wire.ask("APP_LIST_REQUEST", json!({})).await;
-    let apps = payload(&r)["apps"].as_array().unwrap();
+    let app = ours(&r);
+    assert_eq!(app["name"], stem.as_str(), "{app}");
+    let path = app["executable_path"].as_str().unwrap_or_default();
     assert!(
-        apps.iter()
-            .any(|a| a["pid"] == std::process::id() && a["name"] == stem.as_str()),
-        "{r}"
+        path.eq_ignore_ascii_case(&exe.to_string_lossy()),
+        "{app} is not {}",
+        exe.display()
+    );
+    let shown = app["window_count"].as_u64().unwrap();
+    let r = wire
+        .ask("APP_LIST_REQUEST", json!({"include_background": true}))
+        .await;
+    let all = ours(&r)["window_count"].as_u64().unwrap();
+    assert!(
+        all > shown,
+        "hidden windows count with include_background: {all} vs {shown}"
     );
 
     // Focus: another window takes the foreground; WINDOW_FOCUS gives it back to the probe.
@@ -725,4 +775,10 @@ async fn doctor_names_the_display_and_what_computer_use_cannot_do_on_windows() {
     // Nothing is missing on Windows any more (the clipboard's concealment formats and
     // change counter came last): no cu_unavailable line.
     assert!(!r.has("cu_unavailable"));
+    // UAC (AUDIT_AUTH_CLI.md 5.5): the daemon runs with this process's token.
+    let uac = match shim_cu::process_elevated() {
+        Some(true) => ("OK", "elevated (can drive elevated windows)"),
+        _ => ("INFO", "not elevated (cannot drive elevated windows)"),
+    };
+    assert_eq!(r.get("UAC"), uac);
 }

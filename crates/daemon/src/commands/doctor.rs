@@ -635,16 +635,30 @@ fn platform_checks(settings: &Settings, desktop: &Opened) -> Vec<Check> {
                 },
             ]
         }
-        Some(Platform::Windows) => vec![check(
-            "UAC",
-            Marker::Info,
-            "elevation not checked by this build (cannot drive elevated windows unless elevated)",
-        )],
+        Some(Platform::Windows) => vec![uac_check(shim_cu::process_elevated())],
         _ => vec![check(
             "platform",
             Marker::Warn,
             format!("{} is not supported", std::env::consts::OS),
         )],
+    }
+}
+
+/// `UAC` (AUDIT_AUTH_CLI.md 5.5): elevated is OK, not elevated INFO (UIPI drops input into
+/// elevated windows), unreadable INFO too.
+fn uac_check(elevated: Option<bool>) -> Check {
+    match elevated {
+        Some(true) => check("UAC", Marker::Ok, "elevated (can drive elevated windows)"),
+        Some(false) => check(
+            "UAC",
+            Marker::Info,
+            "not elevated (cannot drive elevated windows)",
+        ),
+        None => check(
+            "UAC",
+            Marker::Info,
+            "elevation unknown: the process token cannot be read (cannot drive elevated windows unless elevated)",
+        ),
     }
 }
 

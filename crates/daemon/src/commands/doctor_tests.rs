@@ -80,3 +80,17 @@ fn macos_double_doctor_names_seatbelt_and_blocks_a_sandbox_without_sandbox_exec(
     assert_eq!(lines[0].marker, Marker::Warn);
     assert!(!lines.iter().any(|c| c.blocking));
 }
+
+#[test]
+fn uac_is_ok_when_elevated_and_information_otherwise() {
+    let c = uac_check(Some(true));
+    assert_eq!((c.label, c.marker), ("UAC", Marker::Ok));
+    assert!(c.detail.starts_with("elevated"), "{}", c.detail);
+    let c = uac_check(Some(false));
+    assert_eq!((c.label, c.marker), ("UAC", Marker::Info));
+    assert!(c.detail.starts_with("not elevated"), "{}", c.detail);
+    let c = uac_check(None);
+    assert_eq!(c.marker, Marker::Info);
+    assert!(c.detail.contains("unknown"), "{}", c.detail);
+    assert!(![true, false].iter().any(|e| uac_check(Some(*e)).blocking));
+}
