@@ -465,6 +465,16 @@ fn ci(root: &Path) -> Result<()> {
         "install.sh from a local server, and the attacks it refuses",
         || installer::installer_test(root),
     )?;
+    step(
+        "the .deb installs with dpkg, runs and is removed cleanly",
+        || deb::deb_test(root),
+    )?;
+    // The one build CI adds for releases: the host's archive again from a clone of HEAD at
+    // another path, compared byte for byte (issue 31: reproducibility on the host only).
+    step(
+        "the release archive is reproducible (second build at another path)",
+        || dist::repro(root, "dist-ci"),
+    )?;
     step("licences, bans and sources", || {
         // The advisory database cannot be fetched on our machines.
         cargo(&[
