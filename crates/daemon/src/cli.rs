@@ -177,6 +177,18 @@ pub enum Command {
     Resume,
     /// End every running command and its whole process tree now.
     Kill,
+    /// Replace this installation's binaries with the newest signed release (docs/update.md).
+    Update {
+        /// Only report the installed and the available version.
+        #[arg(long)]
+        check: bool,
+        /// Install the offered release even when it is older than this one.
+        #[arg(long)]
+        allow_downgrade: bool,
+        /// The release folder to update from (default: the project's latest release).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
     /// Open the local web console of the running daemon (docs/console.md): prints a
     /// one-time login URL and opens it in the browser.
     Console {

@@ -364,6 +364,11 @@ pub fn run(cli: Cli) -> u8 {
         }
         Command::Auth { no_browser } => commands::auth::auth(&sources, !*no_browser),
         Command::Revoke => commands::auth::revoke(&sources),
+        Command::Update {
+            check,
+            allow_downgrade,
+            base_url,
+        } => update(&sources, *check, *allow_downgrade, base_url.as_deref()),
         Command::Doctor => {
             let settings = match config::load(&sources) {
                 Ok(s) => s,
@@ -396,6 +401,104 @@ fn autostart_entry(
     let home = sources.home.clone()?;
     commands::autostart::for_platform(platform, &home, &env_lookup(sources))
         .map(|a| (platform.as_str(), platform, a))
+}
+
+/// `update` (docs/update.md): the signed self-update of the running executable's folder.
+fn update(
+    sources: &ConfigSources,
+    check: bool,
+    allow_downgrade: bool,
+    base_url: Option<&str>,
+) -> u8 {
+    let mut stderr = std::io::stderr();
+    let fail = |stderr: &mut std::io::Stderr, e: &dyn std::fmt::Display| {
+        let _ = writeln!(stderr, "update refused: {e}\nnothing was changed");
+        EXIT_FAIL
+    };
+    // Fail closed before anything else: no trusted key, no update.
+    if let Err(e) = commands::update::trusted_key() {
+        return fail(&mut stderr, &e);
+    }
+    let settings = match config::load(sources) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(stderr, "Invalid configuration: {e}");
+            return EXIT_CONFIG;
+        }
+    };
+    let install_dir = match std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map(|p| p.parent().map(std::path::Path::to_path_buf))
+    {
+        Ok(Some(d)) => d,
+        Ok(None) | Err(_) => {
+            let _ = writeln!(stderr, "Cannot locate the running executable");
+            return EXIT_FAIL;
+        }
+    };
+    let net = match shim_auth::net::Net::new(&settings.net_options()) {
+        Ok(n) => n,
+        Err(e) => return fail(&mut stderr, &e),
+    };
+    // The audit log is opened first: an update that cannot be recorded is refused.
+    let audit = if check {
+        None
+    } else {
+        match open_audit_log(&settings) {
+            Ok(log) => Some(log),
+            Err(e) => return fail(&mut stderr, &commands::update::UpdateError::Audit(e)),
+        }
+    };
+    let rt = match tokio_runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(stderr, "{e}");
+            return EXIT_FAIL;
+        }
+    };
+    let req = commands::update::Request {
+        base_url: base_url
+            .unwrap_or(commands::update::DEFAULT_BASE_URL)
+            .to_owned(),
+        check,
+        allow_downgrade,
+        install_dir,
+    };
+    match rt.block_on(commands::update::update(&req, &net, audit.as_ref())) {
+        Ok(outcome) => {
+            let service = autostart_entry(sources)
+                .filter(|(_, _, a)| a.file.exists())
+                .map(|(_, platform, _)| restart_hint(platform));
+            let _ = commands::update::report(&outcome, service, &mut std::io::stdout());
+            EXIT_OK
+        }
+        Err(e) => fail(&mut stderr, &e),
+    }
+}
+
+/// How to restart the installed service.
+fn restart_hint(platform: Platform) -> &'static str {
+    match platform {
+        Platform::Linux | Platform::Wsl2 => "systemctl --user restart autogpt-shim.service",
+        Platform::Darwin => "launchctl kickstart -k gui/$(id -u)/net.autogpt.shim",
+        _ => r"schtasks /End /TN \AutoGPT\Shim, then schtasks /Run /TN \AutoGPT\Shim",
+    }
+}
+
+/// Opens the audit log as the daemon does (its key from the credential store).
+fn open_audit_log(settings: &config::Settings) -> Result<shim_audit::AuditLog, String> {
+    let store = shim_auth::open_store_from_env().map_err(|e| format!("credential store: {e}"))?;
+    let legacy = runtime::start::legacy_key_from_env();
+    let legacy = legacy.as_ref().map(|(p, s)| (p.as_path(), s));
+    let (key, _) = shim_auth::audit_key::load_or_create(store.as_ref(), legacy)
+        .map_err(|e| format!("audit key: {e}"))?;
+    let identity = runtime::start::identity(settings).map_err(|e| e.to_string())?;
+    let cfg = shim_audit::WriterConfig::new(
+        settings.audit_log_path.clone(),
+        &identity.machine_id,
+        env!("CARGO_PKG_VERSION"),
+    );
+    shim_audit::AuditLog::open(cfg, key).map_err(|e| e.to_string())
 }
 
 /// `install` (5.4): writes the per-user service definition; never activates it.

@@ -33,6 +33,8 @@ pub(crate) mod sandbox;
 mod sandbox_corpus;
 #[cfg(unix)]
 mod status;
+#[cfg(unix)]
+mod update;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]

@@ -7,9 +7,11 @@
 //! * `auth`: `auth` (OAuth login) and `revoke`.
 //! * [`local`]: `approve`, `deny`, `approvals`, `pause`, `resume`, live `status` (through the
 //!   local control socket) and `policy check`.
+//! * [`update`]: `update`, the signed self-update.
 
 pub(crate) mod auth;
 pub mod autostart;
 pub mod demo;
 pub mod doctor;
 pub mod local;
+pub mod update;
