@@ -204,7 +204,7 @@ enum Cmd {
     },
     /// Run a benchmark that prints figures.
     Bench {
-        /// Which: audit, e2e, cu, hw, desktop.
+        /// Which: audit, e2e, cu, hw, desktop, net.
         what: String,
     },
 }
@@ -293,7 +293,14 @@ fn run(cmd: Cmd) -> Result<()> {
             "desktop" => bench_with_release_daemon(&root, "bench_desktop"),
             // Serial through the daemon vs a pty directly; the local-model route per chunk.
             "hw" => bench_with_release_daemon(&root, "bench_hw"),
-            other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu, hw, desktop"),
+            // Recovery after a black-holed link: an address change (needs root and `ip`),
+            // a wake-up (the wall clock moved by libfaketime) and the undetected half-open
+            // link (about 35 s). Installed here only: no test needs libfaketime.
+            "net" => {
+                ensure_packages(&["iproute2", "libfaketime"])?;
+                bench_with_release_daemon(&root, "bench_net")
+            }
+            other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu, hw, desktop, net"),
         },
     }
 }

@@ -865,3 +865,72 @@ async fn an_address_change_probes_a_dead_link_and_reconnects_in_seconds() {
     assert!(took < Duration::from_secs(15));
     stop_cleanly(child).await;
 }
+
+/// A request in flight when the link goes silent is not executed twice: a shell command
+/// that appends a line to a file has run (the line is there) but its reply is lost in the
+/// black-holed link. The daemon notices the dead link by its ping (0.2 s here, pong 1 s),
+/// reconnects, and nothing replays the command: one line in the file, one
+/// `EXECUTE_COMMAND` record in the audit log, which verifies.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_request_in_flight_on_a_black_holed_link_runs_at_most_once() {
+    use std::sync::atomic::Ordering;
+
+    use shim_protocol::messages::exec::ExecuteCommand;
+
+    use crate::suite::harness::wait_until;
+    use crate::suite::harness::with_op;
+    const SID: &str = "7d1e8c8e-1b9f-4d41-a0a8-52f0f7d3c0ab";
+    let env = Env::new(PeerConfig::default()).await;
+    let (rport, cut) = blackhole_relay(env.peer.addr()).await;
+    let ws = format!("ws://127.0.0.1:{rport}/ws/local-executor");
+    let mut c = env.legacy_command(SID, &["--enable-shell"]);
+    c.env("AUTOGPT_SHIM_PLATFORM_WS_URL", &ws)
+        .env("AUTOGPT_SHIM_WS_PING_INTERVAL_SECONDS", "0.2")
+        .env("AUTOGPT_SHIM_WS_PONG_TIMEOUT_SECONDS", "1");
+    let child = c.spawn().unwrap();
+    let first = Arc::new(env.next().await);
+    let out = env.root.join("appended.txt");
+    let gate = env.root.join("gate");
+    // Appends at once, then holds its reply until the test opens the gate.
+    let command = format!(
+        "echo ran >> '{}'; while [ ! -e '{}' ]; do sleep 0.05; done",
+        out.display(),
+        gate.display()
+    );
+    let conn = first.clone();
+    let pending = tokio::spawn(async move {
+        conn.request(
+            Message::ExecuteCommand(ExecuteCommand {
+                command: Some(command),
+                ..ExecuteCommand::default()
+            }),
+            Duration::from_secs(10),
+        )
+        .await
+    });
+    wait_until("the command appended its line", || out.exists()).await;
+    // The link goes silent, then the command ends: its reply goes into the black hole.
+    cut.store(1, Ordering::SeqCst);
+    std::fs::write(&gate, "").unwrap();
+    let second = env
+        .peer
+        .next_connection(Duration::from_secs(15))
+        .await
+        .expect("no reconnect after the link went silent");
+    second.request(Message::Ping(Empty {}), T).await.unwrap();
+    // Had the reply crossed, it would have come before the reconnect.
+    let answered = tokio::time::timeout(Duration::from_millis(200), pending).await;
+    assert!(
+        !matches!(answered, Ok(Ok(Ok(_)))),
+        "the reply crossed the black hole: {answered:?}"
+    );
+    // Time for a replay to show, then the file and the audit log.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "ran\n");
+    stop_cleanly(child).await;
+    let records = env.audit_records();
+    let runs = with_op(&records, "EXECUTE_COMMAND");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    env.verify_audit();
+}

@@ -107,6 +107,10 @@ enum ConnEnd {
     Clean,
     /// Error end: backoff; `handshook` resets the attempt ([Rust extension]).
     Error { handshook: bool },
+    /// The link gave no answer to the probe sent after a wake-up or a change of local
+    /// addresses: reconnect at once, without the backoff's delay or jitter (a local network
+    /// change is not shared with other clients, so there is no stampede to spread out).
+    ProbeFailed,
     /// Closed with 4403 during the handshake (binding mismatch on newer platforms).
     Forbidden,
     /// No connection could be made, for a reason the user can act on (the proxy refused,
@@ -330,6 +334,9 @@ impl Runtime {
                 ConnEnd::Clean => Some("closed cleanly by the platform".to_owned()),
                 ConnEnd::Forbidden => Some("the platform refused the handshake (4403)".to_owned()),
                 ConnEnd::Error { handshook: true } => Some("the connection was lost".to_owned()),
+                ConnEnd::ProbeFailed => {
+                    Some("the connection was lost after a network change or wake-up".to_owned())
+                }
                 ConnEnd::Error { handshook: false } => {
                     Some("the connection could not be made".to_owned())
                 }
@@ -345,6 +352,7 @@ impl Runtime {
                         .error(sid, "connection", "connection_failed", why);
                 }
             }
+            let mut spread = true;
             let delay = match end {
                 ConnEnd::Terminal(o) => {
                     if let Outcome::Failed(e) = &o {
@@ -371,6 +379,12 @@ impl Runtime {
                     attempt = attempt.saturating_add(1);
                     d
                 }
+                ConnEnd::ProbeFailed => {
+                    attempt = 0;
+                    forbidden = 0;
+                    spread = false;
+                    0.0
+                }
                 ConnEnd::Unreachable(_) => {
                     let d = backoff_delay(s.reconnect_base_delay, s.reconnect_max_delay, attempt);
                     attempt = attempt.saturating_add(1);
@@ -386,7 +400,12 @@ impl Runtime {
                     d
                 }
             };
-            let delay = Duration::from_secs_f64(delay + jitter(s.reconnect_jitter_seconds));
+            let spread_by = if spread {
+                jitter(s.reconnect_jitter_seconds)
+            } else {
+                0.0
+            };
+            let delay = Duration::from_secs_f64(delay + spread_by);
             let failed = self.audit.failed_token();
             tracing::info!(
                 delay_ms = delay.as_millis() as u64,
@@ -800,6 +819,8 @@ impl Runtime {
             tuning.ws_ping_interval,
         );
         let mut awaiting_pong: Option<Instant> = None;
+        // The ping in flight is the probe after a network change (not the regular one).
+        let mut probing = false;
         let failed = self.audit.failed_token();
         let mut changes = self.machine.net_changed.subscribe();
         changes.mark_unchanged();
@@ -807,7 +828,10 @@ impl Runtime {
         let end = loop {
             tokio::select! {
                 inbound = next_data(&mut stream) => match inbound {
-                    Inbound::Pong => awaiting_pong = None,
+                    Inbound::Pong => {
+                        awaiting_pong = None;
+                        probing = false;
+                    }
                     Inbound::Closed(code) => {
                         break match code.map(shim_protocol::close::classify) {
                             Some(CloseAction::Fatal(f)) => {
@@ -845,10 +869,14 @@ impl Runtime {
                         .checked_sub(tuning.ws_pong_timeout.saturating_sub(probe))
                         .unwrap_or_else(Instant::now);
                     awaiting_pong = Some(awaiting_pong.map_or(since, |a| a.min(since)));
+                    probing = true;
                     let _ = conn.out.send(Out::Ping);
                 }
                 () = tokio::time::sleep(pong_wait(awaiting_pong, tuning.ws_pong_timeout)), if awaiting_pong.is_some() => {
                     tracing::warn!("no pong within the deadline; reconnecting");
+                    if probing {
+                        break ConnEnd::ProbeFailed;
+                    }
                     break ConnEnd::Error { handshook: true };
                 }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
@@ -874,9 +902,10 @@ impl Runtime {
             ConnEnd::Terminal(Outcome::Revoked) if silenced.load(Ordering::SeqCst) => {
                 Some((codes::SESSION_REVOKED, "session_revoked".to_owned()))
             }
-            ConnEnd::Error { .. } | ConnEnd::Forbidden | ConnEnd::Unreachable(_) => {
-                Some((codes::GOING_AWAY, String::new()))
-            }
+            ConnEnd::Error { .. }
+            | ConnEnd::ProbeFailed
+            | ConnEnd::Forbidden
+            | ConnEnd::Unreachable(_) => Some((codes::GOING_AWAY, String::new())),
             _ => None,
         };
         let closing = close.is_some();
@@ -890,9 +919,10 @@ impl Runtime {
         }
         let reason = match &end {
             ConnEnd::Clean => "clean_exit".to_owned(),
-            ConnEnd::Error { .. } | ConnEnd::Forbidden | ConnEnd::Unreachable(_) => {
-                "loop_error: connection lost".to_owned()
-            }
+            ConnEnd::Error { .. }
+            | ConnEnd::ProbeFailed
+            | ConnEnd::Forbidden
+            | ConnEnd::Unreachable(_) => "loop_error: connection lost".to_owned(),
             ConnEnd::Terminal(Outcome::Stopped) => "clean_exit".to_owned(),
             ConnEnd::Terminal(Outcome::Revoked) => return end,
             ConnEnd::Terminal(Outcome::Failed(e)) => format!("loop_error: {e}"),

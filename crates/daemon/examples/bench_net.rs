@@ -1,0 +1,317 @@
+//! The network recovery benchmark (`cargo xtask bench net` builds the release binary and
+//! calls this with its path), issue 28: a relay between the daemon and the loopback peer
+//! black-holes the open link without closing it (bytes read and dropped, as after a Wi-Fi
+//! change), then the time from "network back" to "serving again" (a request answered on the
+//! new connection) is measured for:
+//!
+//! * (a) an address change: `127.0.0.78/32` added to `lo` (needs root and `ip`); target
+//!   under 3 s;
+//! * (b) a wake-up from sleep: a second daemon runs under libfaketime
+//!   (`LD_PRELOAD`, wall clock only, `FAKETIME_DONT_FAKE_MONOTONIC=1`), whose offset file
+//!   then jumps the wall clock 60 s ahead while the monotonic clock runs on, which is what
+//!   the daemon sees after a sleep; target under 3 s (the detection ticks every second).
+//!   Skipped without `/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1` (Debian's
+//!   `libfaketime`, which `cargo xtask bench net` installs);
+//! * (c) nothing detected: the default 20 s ping and 10 s pong; target under 35 s (the
+//!   network is "back" at once for new connections, so the time runs from the black-hole).
+//!
+//! One round each, each on a fresh daemon ((c) takes about half a minute). Prints the figures and PASS/FAIL;
+//! exits 1 on a FAIL.
+#![allow(clippy::print_stdout)]
+
+// The address change uses Linux's `ip`; elsewhere the example says so and exits.
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    println!("bench_net needs Linux (ip addr on lo)");
+}
+
+#[cfg(target_os = "linux")]
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    bench::main()
+}
+
+#[cfg(target_os = "linux")]
+mod bench_common;
+
+#[cfg(target_os = "linux")]
+mod bench {
+    use std::net::SocketAddr;
+    use std::path::Path;
+    use std::process::Stdio;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    use std::time::Instant;
+
+    use shim_auth::KdfParams;
+    use shim_platform_peer::Peer;
+    use shim_platform_peer::PeerConfig;
+    use shim_protocol::Message;
+    use shim_protocol::messages::handshake::Empty;
+    use tokio::io::AsyncReadExt;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpListener;
+    use tokio::net::TcpStream;
+
+    type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+    const SESSION: &str = "3b1d6f0e-bench-4e2e-9a11-000000000003";
+    const T: Duration = Duration::from_secs(60);
+    const ADDRESS: &str = "127.0.0.78/32";
+    const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+    /// The relay: connections numbered up to `cut` are black-holed; `accepted` counts them.
+    struct Relay {
+        port: u16,
+        cut: Arc<AtomicU64>,
+        accepted: Arc<AtomicU64>,
+    }
+
+    impl Relay {
+        /// Black-holes every connection open now.
+        fn black_hole(&self) {
+            self.cut
+                .store(self.accepted.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+    }
+
+    async fn pump(
+        mut r: tokio::net::tcp::OwnedReadHalf,
+        mut w: tokio::net::tcp::OwnedWriteHalf,
+        cut: Arc<AtomicU64>,
+        mine: u64,
+    ) {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = match r.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            if cut.load(Ordering::SeqCst) >= mine {
+                continue; // dropped on the floor; the socket stays open
+            }
+            if w.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    async fn relay(backend: SocketAddr) -> Res<Relay> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let cut = Arc::new(AtomicU64::new(0));
+        let accepted = Arc::new(AtomicU64::new(0));
+        let (c, a) = (cut.clone(), accepted.clone());
+        tokio::spawn(async move {
+            while let Ok((front, _)) = listener.accept().await {
+                let Ok(back) = TcpStream::connect(backend).await else {
+                    continue;
+                };
+                let mine = a.fetch_add(1, Ordering::SeqCst) + 1;
+                let (fr, fw) = front.into_split();
+                let (br, bw) = back.into_split();
+                tokio::spawn(pump(fr, bw, c.clone(), mine));
+                tokio::spawn(pump(br, fw, c.clone(), mine));
+            }
+        });
+        Ok(Relay {
+            port,
+            cut,
+            accepted,
+        })
+    }
+
+    fn ip(args: &[&str]) -> bool {
+        std::process::Command::new("ip")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// From `back` to a request answered on a new connection. Connections accepted earlier
+    /// and already dead (an earlier round's) are skipped: the first that answers counts.
+    async fn serving_again(peer: &Peer, back: Instant, limit: Duration) -> Res<Duration> {
+        while back.elapsed() < limit {
+            let Some(conn) = peer.next_connection(limit - back.elapsed()).await else {
+                break;
+            };
+            if conn
+                .request(Message::Ping(Empty {}), Duration::from_secs(5))
+                .await
+                .is_ok()
+            {
+                return Ok(back.elapsed());
+            }
+        }
+        Err("not serving again within the limit".into())
+    }
+
+    fn line(what: &str, took: Res<Duration>, target: Duration) -> bool {
+        match took {
+            Ok(d) => {
+                let ok = d < target;
+                println!(
+                    "{what}: network back -> serving again {:.2} s (target < {} s) {}",
+                    d.as_secs_f64(),
+                    target.as_secs(),
+                    if ok { "PASS" } else { "FAIL" }
+                );
+                ok
+            }
+            Err(e) => {
+                println!("{what}: {e} FAIL");
+                false
+            }
+        }
+    }
+
+    /// Starts the daemon in legacy mode against `ws`, with `extra` in its environment, and
+    /// the defaults otherwise: 20 s ping, 10 s pong (PROTOCOL.md 2.4).
+    fn start(
+        bin: &str,
+        dir: &Path,
+        ws: &str,
+        root: &Path,
+        creds: &Path,
+        extra: &[(&str, &str)],
+    ) -> Res<tokio::process::Child> {
+        let mut cmd = tokio::process::Command::new(bin);
+        cmd.args([
+            "--allowed-root",
+            root.to_str().ok_or("root")?,
+            "start",
+            "--session-id",
+            SESSION,
+        ]);
+        crate::bench_common::daemon_env(
+            &mut cmd,
+            dir,
+            ws,
+            &dir.join(format!("audit-{}.log", extra.len())),
+            "bench-machine-0003",
+        );
+        crate::bench_common::use_file(&mut cmd, creds);
+        cmd.envs(extra.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        Ok(cmd.spawn()?)
+    }
+
+    #[tokio::main]
+    pub(super) async fn main() -> Res<()> {
+        let bin = std::env::args()
+            .nth(1)
+            .ok_or("usage: bench_net PATH-TO-autogpt-shim")?;
+        let dir = tempfile::tempdir()?;
+        let creds = dir.path().join("creds");
+        crate::bench_common::seed_file(&creds, KdfParams::MIN_ACCEPTED)?;
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root)?;
+        let peer = Peer::start(PeerConfig::default()).await?;
+        let relay = relay(peer.addr()).await?;
+        let ws = peer.ws_base().replace(
+            &peer.addr().to_string(),
+            &format!("127.0.0.1:{}", relay.port),
+        );
+        let mut child = start(&bin, dir.path(), &ws, &root, &creds, &[])?;
+        let conn = peer
+            .next_connection(T)
+            .await
+            .ok_or("the daemon did not connect")?;
+        conn.request(Message::Ping(Empty {}), T).await?;
+        let mut all_ok = true;
+
+        // (c) Nothing detected: the ping and the pong timeout. Each round has its own
+        // daemon, so that nothing of one round helps the next.
+        relay.black_hole();
+        let back = Instant::now();
+        let took = serving_again(&peer, back, Duration::from_secs(60)).await;
+        all_ok &= line(
+            "(c) undetected half-open link (20 s ping + 10 s pong)",
+            took,
+            Duration::from_secs(35),
+        );
+
+        let _ = child.kill().await;
+        let _ = child.wait().await;
+
+        // (a) An address change, on a fresh daemon (nothing left over from (c)).
+        let is_root = rustix::process::geteuid().is_root();
+        if is_root && ip(&["-V"]) {
+            let _ = ip(&["addr", "del", ADDRESS, "dev", "lo"]);
+            let mut child = start(&bin, dir.path(), &ws, &root, &creds, &[])?;
+            let conn = peer
+                .next_connection(T)
+                .await
+                .ok_or("the daemon did not connect")?;
+            conn.request(Message::Ping(Empty {}), T).await?;
+            relay.black_hole();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let back = Instant::now();
+            let added = ip(&["addr", "add", ADDRESS, "dev", "lo"]);
+            let took = if added {
+                serving_again(&peer, back, Duration::from_secs(40)).await
+            } else {
+                Err("`ip addr add` failed".into())
+            };
+            let _ = ip(&["addr", "del", ADDRESS, "dev", "lo"]);
+            all_ok &= line("(a) address change (netlink)", took, Duration::from_secs(3));
+            let _ = child.kill().await;
+            let _ = child.wait().await;
+        } else {
+            println!("(a) address change: skipped (needs root and `ip` from iproute2)");
+        }
+
+        // (b) A wake-up from sleep, on a second daemon whose wall clock libfaketime moves.
+        if Path::new(FAKETIME).exists() {
+            let offset = dir.path().join("faketime");
+            std::fs::write(&offset, "+0")?;
+            let offset_s = offset.to_str().ok_or("faketime path")?;
+            let mut child = start(
+                &bin,
+                dir.path(),
+                &ws,
+                &root,
+                &creds,
+                &[
+                    ("LD_PRELOAD", FAKETIME),
+                    ("FAKETIME_TIMESTAMP_FILE", offset_s),
+                    ("FAKETIME_NO_CACHE", "1"),
+                    ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+                ],
+            )?;
+            let took: Res<Duration> = async {
+                let conn = peer
+                    .next_connection(T)
+                    .await
+                    .ok_or("the daemon under libfaketime did not connect")?;
+                conn.request(Message::Ping(Empty {}), T).await?;
+                relay.black_hole();
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let back = Instant::now();
+                std::fs::write(&offset, "+60")?;
+                serving_again(&peer, back, Duration::from_secs(40)).await
+            }
+            .await;
+            all_ok &= line(
+                "(b) wake-up (wall clock 60 s ahead of the monotonic clock)",
+                took,
+                Duration::from_secs(3),
+            );
+            let _ = child.kill().await;
+        } else {
+            println!("(b) wake-up: skipped (needs {FAKETIME}, Debian's libfaketime)");
+        }
+
+        if all_ok {
+            Ok(())
+        } else {
+            Err("a target was missed".into())
+        }
+    }
+}
