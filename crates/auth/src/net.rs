@@ -478,13 +478,13 @@ async fn through(route: &ProxyRoute, host: &str, port: u16) -> Result<TcpStream,
                 } else if text.contains("failed to create underlying connection") {
                     NetError::ProxyUnreachable {
                         proxy: proxy.clone(),
-                        reason: source_text(&e),
+                        reason: error_chain(&e),
                     }
                 } else {
                     NetError::ProxyRefused {
                         proxy: proxy.clone(),
                         target: target.clone(),
-                        reason: source_text(&e),
+                        reason: error_chain(&e),
                     }
                 }
             })?;
@@ -498,7 +498,7 @@ async fn through(route: &ProxyRoute, host: &str, port: u16) -> Result<TcpStream,
             let io = s.call(dst).await.map_err(|e| {
                 // hyper-util's SocksError is not exported: its Display tells the cases apart
                 // (the wrong-credentials test fails if that text changes).
-                let text = source_text(&e);
+                let text = error_chain(&e);
                 if text.contains("failed to create underlying connection") {
                     NetError::ProxyUnreachable {
                         proxy: proxy.clone(),
@@ -525,8 +525,9 @@ async fn through(route: &ProxyRoute, host: &str, port: u16) -> Result<TcpStream,
     }
 }
 
-/// An error and its sources, `: `-joined.
-fn source_text(e: &(dyn std::error::Error + 'static)) -> String {
+/// An error and its sources, `: `-joined (the crates' errors hide the interesting part in a
+/// source); shared by every error text of this crate's HTTP and TLS paths.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

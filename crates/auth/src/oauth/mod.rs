@@ -342,7 +342,7 @@ impl OAuthClient {
             } else if e.is_connect() {
                 // The proxy's answer, if a proxy failed (hyper-util's tunnel errors carry no
                 // credentials).
-                let chain = oidc::error_chain(&e);
+                let chain = crate::net::error_chain(&e);
                 if chain.contains("proxy authorization required") {
                     "connection failed: the proxy refused the credentials (407)".to_owned()
                 } else if chain.contains("tunnel error") || chain.contains("SOCKS") {

@@ -23,6 +23,7 @@ use openidconnect::core::CoreResponseType;
 use openidconnect::core::CoreSubjectIdentifierType;
 
 use crate::Secret;
+use crate::net::error_chain;
 use crate::oauth::OAuthError;
 
 /// `revocation_endpoint` (RFC 8414), which the core metadata type does not carry.
@@ -110,18 +111,6 @@ pub(crate) async fn discover(
             client_id: client_id.to_owned(),
         },
     })
-}
-
-/// `e` and its sources, joined (the crate's errors hide the interesting part in a source).
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 impl IdVerifier {
