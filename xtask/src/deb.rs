@@ -224,14 +224,14 @@ pub(crate) fn deb_test(root: &Path) -> Result<()> {
         if !String::from_utf8_lossy(&v.stdout).contains(version) {
             bail!("the installed autogpt-shim --version printed {v:?}");
         }
-        let home = tempfile_dir()?;
+        let home = tempfile::tempdir()?;
         let d = Command::new("/usr/bin/autogpt-shim")
             .arg("doctor")
-            .env("HOME", &home)
+            .env("HOME", home.path())
             .env("AUTOGPT_SHIM_CREDENTIAL_STORE", "file")
             .env("AUTOGPT_SHIM_KEYCHAIN_PASSPHRASE", "deb-test")
             .output()?;
-        let _ = std::fs::remove_dir_all(&home);
+        drop(home);
         if !d.status.success() {
             bail!(
                 "the installed autogpt-shim doctor failed: {}",
@@ -271,13 +271,6 @@ pub(crate) fn deb_test(root: &Path) -> Result<()> {
         deb.file_name().unwrap_or_default().to_string_lossy()
     );
     Ok(())
-}
-
-fn tempfile_dir() -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("xtask-deb-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
 }
 
 #[cfg(test)]
