@@ -118,6 +118,15 @@ pub enum NetError {
         /// What the proxy said.
         reason: String,
     },
+    /// The platform's host name did not resolve (direct connections; through a proxy the
+    /// proxy resolves it, or says it could not).
+    #[error("cannot resolve {host}: {reason}")]
+    Resolve {
+        /// The host name.
+        host: String,
+        /// Why.
+        reason: String,
+    },
     /// A direct connection failed.
     #[error("cannot connect to {target}: {reason}")]
     Connect {
@@ -125,10 +134,67 @@ pub enum NetError {
         target: String,
         /// Why.
         reason: String,
+        /// The OS's error kind, e.g. `NetworkUnreachable` while the machine has no network.
+        kind: std::io::ErrorKind,
     },
     /// The URL has no host.
     #[error("the URL {0} has no host")]
     NoHost(String),
+}
+
+/// What kind of trouble stopped a connection, for the words `status` and the console show
+/// a user ("waiting for network", "proxy refused", "certificate not trusted").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Trouble {
+    /// The machine seems to have no network: the host name does not resolve, or the OS
+    /// says the network or host is unreachable.
+    NoNetwork,
+    /// The proxy could not be reached, refused the credentials or refused the tunnel.
+    Proxy,
+    /// The platform's certificate is not trusted.
+    Certificate,
+    /// A setting is wrong (`tls_ca_file`, `proxy`, the platform URL).
+    Settings,
+    /// The platform could not be reached for another reason (refused, reset, timed out).
+    Unreachable,
+}
+
+impl Trouble {
+    /// The stable name `status --json` carries: `no_network`, `proxy`, `certificate`,
+    /// `settings` or `unreachable`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoNetwork => "no_network",
+            Self::Proxy => "proxy",
+            Self::Certificate => "certificate",
+            Self::Settings => "settings",
+            Self::Unreachable => "unreachable",
+        }
+    }
+}
+
+impl NetError {
+    /// The kind of trouble this is, for the user's words.
+    pub fn trouble(&self) -> Trouble {
+        use std::io::ErrorKind;
+        match self {
+            Self::CaFile { .. } | Self::NoRoots(_) | Self::BadProxy(_) | Self::NoHost(_) => {
+                Trouble::Settings
+            }
+            Self::ProxyUnreachable { .. } | Self::ProxyAuth { .. } | Self::ProxyRefused { .. } => {
+                Trouble::Proxy
+            }
+            Self::Resolve { .. } => Trouble::NoNetwork,
+            Self::Connect { kind, .. } => match kind {
+                ErrorKind::NetworkUnreachable
+                | ErrorKind::HostUnreachable
+                | ErrorKind::NetworkDown
+                | ErrorKind::AddrNotAvailable => Trouble::NoNetwork,
+                _ => Trouble::Unreachable,
+            },
+        }
+    }
 }
 
 /// The proxy a connection goes through.
@@ -430,12 +496,24 @@ impl Net {
             .ok_or_else(|| NetError::NoHost(url.to_string()))?;
         let target = format!("{host}:{port}");
         let stream = match self.proxy.route(url) {
-            None => TcpStream::connect(target.as_str())
-                .await
-                .map_err(|e| NetError::Connect {
-                    target: target.clone(),
-                    reason: e.to_string(),
-                })?,
+            None => {
+                // Resolved apart from the connect, so that a name that does not resolve
+                // (the usual sign of no network) is told from a refused connection.
+                let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host(target.as_str())
+                    .await
+                    .map_err(|e| NetError::Resolve {
+                        host: host.to_owned(),
+                        reason: e.to_string(),
+                    })?
+                    .collect();
+                TcpStream::connect(addrs.as_slice())
+                    .await
+                    .map_err(|e| NetError::Connect {
+                        target: target.clone(),
+                        reason: e.to_string(),
+                        kind: e.kind(),
+                    })?
+            }
             Some(route) => through(&route, host, port).await?,
         };
         let _ = stream.set_nodelay(true);

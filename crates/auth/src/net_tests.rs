@@ -88,3 +88,45 @@ fn a_bad_ca_file_is_a_typed_error() {
     .unwrap_err();
     assert!(matches!(e, NetError::CaFile { .. }), "{e}");
 }
+
+#[tokio::test]
+async fn troubles_tell_no_network_from_a_refused_connection() {
+    let net = Net::new(&NetOptions {
+        tls_ca_file: None,
+        proxy: Some("none".into()),
+    })
+    .unwrap();
+    // `.invalid` never resolves (RFC 6761): what a machine without network sees.
+    let e = net
+        .connect(&url("wss://platform.invalid:443/ws"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, NetError::Resolve { .. }), "{e}");
+    assert_eq!(e.trouble(), Trouble::NoNetwork);
+    assert!(e.to_string().contains("platform.invalid"), "{e}");
+
+    // A port nobody listens on: reachable network, refused connection.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let e = net
+        .connect(&url(&format!("ws://127.0.0.1:{port}/ws")))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, NetError::Connect { .. }), "{e}");
+    assert_eq!(e.trouble(), Trouble::Unreachable);
+
+    // A dead proxy is the proxy's trouble; a bad setting is a setting's.
+    let net = Net::new(&NetOptions {
+        tls_ca_file: None,
+        proxy: Some(format!("http://127.0.0.1:{port}")),
+    })
+    .unwrap();
+    let e = net
+        .connect(&url("wss://platform.example/ws"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.trouble(), Trouble::Proxy, "{e}");
+    assert_eq!(Trouble::NoNetwork.as_str(), "no_network");
+    assert_eq!(NetError::BadProxy("x".into()).trouble(), Trouble::Settings);
+}

@@ -185,6 +185,39 @@ pub struct ConnectionStatus {
     pub connects: u64,
     /// Why the last connection ended, if one did.
     pub last_disconnect: Option<String>,
+    /// What kind of trouble the last failed attempt had, until a handshake succeeds:
+    /// `no_network`, `proxy`, `certificate`, `settings` or `unreachable` (absent from
+    /// daemons older than this field).
+    #[serde(default)]
+    pub problem: Option<String>,
+    /// Seconds until the next attempt, while waiting for it.
+    #[serde(default)]
+    pub retry_in_seconds: Option<u64>,
+}
+
+impl ConnectionStatus {
+    /// The connection's state in words a user understands: "connected", "waiting for
+    /// network, trying again in 3 s", "proxy refused, trying again in 7 s", "certificate not
+    /// trusted, trying now", "reconnecting in 2 s". The reason itself is in
+    /// [`last_disconnect`](Self::last_disconnect).
+    pub fn words(&self) -> String {
+        let trouble = match self.problem.as_deref() {
+            Some("no_network") => Some("waiting for network"),
+            Some("proxy") => Some("proxy refused"),
+            Some("certificate") => Some("certificate not trusted"),
+            Some("settings") => Some("a setting is wrong"),
+            Some("unreachable") => Some("platform unreachable"),
+            _ => None,
+        };
+        match (self.state.as_str(), trouble, self.retry_in_seconds) {
+            ("reconnecting" | "connecting", Some(t), Some(n)) => {
+                format!("{t}, trying again in {n} s")
+            }
+            ("reconnecting" | "connecting", Some(t), None) => format!("{t}, trying now"),
+            ("reconnecting", None, Some(n)) => format!("reconnecting in {n} s"),
+            (state, _, _) => state.to_owned(),
+        }
+    }
 }
 
 /// One operation in flight.

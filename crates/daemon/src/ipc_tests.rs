@@ -77,3 +77,44 @@ fn the_pipe_is_named_after_the_user() {
         Path::new(r"\\.\pipe\autogpt-shim-a_b_c_d_é-control")
     );
 }
+
+#[test]
+fn connection_states_read_as_words() {
+    let c = |state: &str, problem: Option<&str>, retry: Option<u64>| ConnectionStatus {
+        kind: "control".into(),
+        session_id: None,
+        folder: None,
+        state: state.into(),
+        state_seconds: 4,
+        granted_capabilities: Vec::new(),
+        connects: 0,
+        last_disconnect: None,
+        problem: problem.map(str::to_owned),
+        retry_in_seconds: retry,
+    };
+    assert_eq!(c("connected", None, None).words(), "connected");
+    assert_eq!(
+        c("reconnecting", Some("no_network"), Some(3)).words(),
+        "waiting for network, trying again in 3 s"
+    );
+    assert_eq!(
+        c("reconnecting", Some("proxy"), Some(7)).words(),
+        "proxy refused, trying again in 7 s"
+    );
+    assert_eq!(
+        c("connecting", Some("certificate"), None).words(),
+        "certificate not trusted, trying now"
+    );
+    assert_eq!(
+        c("reconnecting", None, Some(2)).words(),
+        "reconnecting in 2 s"
+    );
+    assert_eq!(c("attached", None, None).words(), "attached");
+    // A daemon older than `problem` answers without it: the state as it is.
+    let old: ConnectionStatus = serde_json::from_str(
+        r#"{"kind":"control","session_id":null,"folder":null,"state":"reconnecting",
+            "state_seconds":1,"granted_capabilities":[],"connects":0,"last_disconnect":null}"#,
+    )
+    .unwrap();
+    assert_eq!(old.words(), "reconnecting");
+}

@@ -370,14 +370,26 @@ impl Site {
         format!("{out}{err}\n--- status last_disconnect: {status}")
     }
 
-    /// `status --json`: why the control connection's last attempt ended.
+    /// `status --json`: why the control connection's last attempt ended; then the words
+    /// plain `status` shows for it.
     async fn last_disconnect(&self) -> String {
         let c = self.env.command(&["status", "--json"]).spawn().unwrap();
         let (code, out, err) = finish(c, T).await;
         assert_eq!(code, 0, "{out}{err}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        v["connections"][0]["last_disconnect"]
+        let why = v["connections"][0]["last_disconnect"]
             .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        format!("{why}\n--- words: {}", self.control_words().await)
+    }
+
+    /// The control connection's line of plain `status` (empty while no daemon answers).
+    async fn control_words(&self) -> String {
+        let c = self.env.command(&["status"]).spawn().unwrap();
+        let (_, out, _) = finish(c, T).await;
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix("control connection: "))
             .unwrap_or_default()
             .to_owned()
     }
@@ -434,6 +446,10 @@ async fn an_untrusted_ca_is_refused_with_its_name_for_oauth_and_websocket() {
         status.contains("certificate not trusted") && status.contains(CA_NAME),
         "status says why: {status}"
     );
+    assert!(
+        status.contains("--- words: certificate not trusted, trying"),
+        "status says it in words: {status}"
+    );
 
     // An access token too: the WebSocket is refused the same way.
     let site = Site::new("localhost").await;
@@ -457,6 +473,10 @@ async fn an_untrusted_ca_is_refused_with_its_name_for_oauth_and_websocket() {
     assert!(
         status.contains("certificate not trusted") && status.contains(CA_NAME),
         "status says why: {status}"
+    );
+    assert!(
+        status.contains("--- words: certificate not trusted, trying"),
+        "status says it in words: {status}"
     );
     assert!(
         site.env.peer.rejections().is_empty(),
@@ -510,7 +530,67 @@ async fn wrong_proxy_credentials_give_a_clear_error_without_the_password() {
         status.contains("refused the credentials"),
         "status says why: {status}"
     );
+    assert!(
+        status.contains("--- words: proxy refused, trying"),
+        "status says it in words: {status}"
+    );
     assert_no_secret(&site, &out);
+}
+
+/// A name that never resolves (`.invalid`, RFC 6761) is what the daemon sees on a machine
+/// without network: `status` says "waiting for network", for the OAuth request and for the
+/// WebSocket, with the time to the next attempt.
+#[tokio::test]
+async fn a_platform_name_that_does_not_resolve_reads_waiting_for_network() {
+    for with_access in [false, true] {
+        let site = Site::new("platform.invalid").await;
+        if with_access {
+            let (access, _) = site.env.peer.issue_tokens();
+            let store = EncryptedFileStore::with_params(
+                &site.env.dir.path().join("creds"),
+                Secret::new(PASSPHRASE),
+                KdfParams::MIN_ACCEPTED,
+            )
+            .unwrap();
+            store
+                .set(
+                    &shim_auth::account::access_token(&format!(
+                        "autogpt-local-executor@{}",
+                        site.base()
+                    )),
+                    &Secret::new(access.as_str()),
+                )
+                .unwrap();
+        }
+        let child = site.start(&[]);
+        let deadline = std::time::Instant::now() + T;
+        let mut words = String::new();
+        while std::time::Instant::now() < deadline {
+            words = site.control_words().await;
+            if words.contains("trying again in") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            words.starts_with("waiting for network, trying again in "),
+            "access token {with_access}: {words}"
+        );
+        let c = site.env.command(&["status", "--json"]).spawn().unwrap();
+        let (_, out, _) = finish(c, T).await;
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let conn = &v["connections"][0];
+        assert_eq!(conn["problem"], "no_network", "{conn}");
+        assert!(
+            conn["last_disconnect"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("platform.invalid"),
+            "names the host: {conn}"
+        );
+        sigterm(&child);
+        finish(child, T).await;
+    }
 }
 
 #[tokio::test]

@@ -64,9 +64,10 @@ pub enum OAuthError {
     /// The token endpoint refused or answered something unusable.
     #[error("token request failed: {0}")]
     Token(String),
-    /// The token or revocation endpoint could not be reached.
+    /// The token or revocation endpoint could not be reached, and what kind of trouble
+    /// stopped it.
     #[error("cannot reach {0}")]
-    Transport(String),
+    Transport(String, crate::net::Trouble),
     /// OpenID Connect discovery failed (unreachable, malformed, issuer mismatch, no keys).
     #[error("OpenID Connect discovery failed: {0}")]
     Discovery(String),
@@ -89,8 +90,14 @@ pub enum RefreshError {
     #[error("{0}")]
     Terminal(String),
     /// Network error, timeout, 5xx, 408 or 429, discovery unreachable: try again later.
-    #[error("{0}")]
-    Transient(String),
+    #[error("{why}")]
+    Transient {
+        /// What failed, in words.
+        why: String,
+        /// What kind of trouble it was (the platform answered, but not yet usefully:
+        /// [`Trouble::Unreachable`](crate::net::Trouble::Unreachable)).
+        trouble: crate::net::Trouble,
+    },
 }
 
 /// Where the endpoints come from.
@@ -335,25 +342,40 @@ impl OAuthClient {
     ) -> Result<(u16, Zeroizing<Vec<u8>>), OAuthError> {
         let transport = |e: reqwest::Error| {
             if let Some(u) = crate::net::untrusted_issuer(&e) {
-                return OAuthError::Transport(format!("{} ({u})", url.as_str()));
+                return OAuthError::Transport(
+                    format!("{} ({u})", url.as_str()),
+                    crate::net::Trouble::Certificate,
+                );
             }
-            let what = if e.is_timeout() {
-                "timed out".to_owned()
+            use crate::net::Trouble;
+            let (what, trouble) = if e.is_timeout() {
+                ("timed out", Trouble::Unreachable)
             } else if e.is_connect() {
                 // The proxy's answer, if a proxy failed (hyper-util's tunnel errors carry no
                 // credentials).
                 let chain = crate::net::error_chain(&e);
                 if chain.contains("proxy authorization required") {
-                    "connection failed: the proxy refused the credentials (407)".to_owned()
+                    (
+                        "connection failed: the proxy refused the credentials (407)",
+                        Trouble::Proxy,
+                    )
                 } else if chain.contains("tunnel error") || chain.contains("SOCKS") {
-                    "connection failed: the proxy refused the tunnel".to_owned()
+                    (
+                        "connection failed: the proxy refused the tunnel",
+                        Trouble::Proxy,
+                    )
+                } else if chain.contains("dns error") {
+                    (
+                        "connection failed: the name does not resolve",
+                        Trouble::NoNetwork,
+                    )
                 } else {
-                    "connection failed".to_owned()
+                    ("connection failed", Trouble::Unreachable)
                 }
             } else {
-                "request failed".to_owned()
+                ("request failed", Trouble::Unreachable)
             };
-            OAuthError::Transport(format!("{} ({what})", url.as_str()))
+            OAuthError::Transport(format!("{} ({what})", url.as_str()), trouble)
         };
         let resp = self
             .http()?
@@ -470,9 +492,14 @@ impl OAuthClient {
     /// with a non-empty `access_token`; `refresh` is the rotated token if the answer has one.
     pub async fn refresh(&self, refresh_token: &Secret) -> Result<TokenSet, RefreshError> {
         let endpoints = self.endpoints().await.map_err(|e| match e {
-            OAuthError::Discovery(_) | OAuthError::Transport(_) => {
-                RefreshError::Transient(e.to_string())
-            }
+            OAuthError::Transport(_, trouble) => RefreshError::Transient {
+                why: e.to_string(),
+                trouble,
+            },
+            OAuthError::Discovery(_) => RefreshError::Transient {
+                why: e.to_string(),
+                trouble: crate::net::Trouble::Unreachable,
+            },
             other => RefreshError::Terminal(other.to_string()),
         })?;
         let body = form(&[
@@ -483,7 +510,16 @@ impl OAuthClient {
         let (status, body) = self
             .post(&endpoints.token, "application/x-www-form-urlencoded", body)
             .await
-            .map_err(|e| RefreshError::Transient(e.to_string()))?;
+            .map_err(|e| {
+                let trouble = match &e {
+                    OAuthError::Transport(_, t) => *t,
+                    _ => crate::net::Trouble::Unreachable,
+                };
+                RefreshError::Transient {
+                    why: e.to_string(),
+                    trouble,
+                }
+            })?;
         if (200..300).contains(&status) {
             return match parse_tokens(&body) {
                 Some((Some(access), refresh, _)) => Ok(TokenSet { access, refresh }),
@@ -494,7 +530,10 @@ impl OAuthClient {
         }
         let why = format!("token endpoint answered {}", describe(status, &body));
         if status >= 500 || status == 408 || status == 429 {
-            Err(RefreshError::Transient(why))
+            Err(RefreshError::Transient {
+                why,
+                trouble: crate::net::Trouble::Unreachable,
+            })
         } else {
             Err(RefreshError::Terminal(why))
         }

@@ -274,9 +274,11 @@ pub fn print_status(s: &StatusReport, out: &mut dyn Write) {
         };
         let _ = writeln!(
             out,
-            "  {who}: {} for {} s{}",
-            c.state,
-            c.state_seconds,
+            "  {who}: {}{}",
+            match c.words() {
+                w if w == c.state => format!("{w} for {} s", c.state_seconds),
+                w => format!("{w} ({} for {} s)", c.state, c.state_seconds),
+            },
             if c.granted_capabilities.is_empty() {
                 String::new()
             } else {

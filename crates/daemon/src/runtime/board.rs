@@ -14,6 +14,7 @@ use std::time::Instant;
 use std::time::SystemTime;
 
 use shim_audit::AuditKey;
+use shim_auth::net::Trouble;
 use tokio_util::sync::CancellationToken;
 
 use crate::ipc;
@@ -32,6 +33,10 @@ struct Conn {
     granted: Vec<String>,
     connects: u64,
     last_disconnect: Option<String>,
+    /// What kind of trouble the last failed attempt had, until a handshake succeeds.
+    problem: Option<Trouble>,
+    /// When the next attempt starts, while waiting for it.
+    retry_at: Option<Instant>,
     /// Runtimes currently reporting under this key (a chat's child may be replaced).
     runtimes: u32,
 }
@@ -101,6 +106,7 @@ impl ConnGuard {
     /// The connection is being made.
     pub(crate) fn connecting(&self) {
         self.board.set_state(&self.key, "connecting", None);
+        self.board.update(&self.key, |c| c.retry_at = None);
     }
 
     /// The handshake completed with `granted` capabilities.
@@ -111,13 +117,23 @@ impl ConnGuard {
             c.since = Instant::now();
             c.granted = granted;
             c.connects += 1;
+            c.problem = None;
+            c.retry_at = None;
         });
     }
 
-    /// The connection ended for `why`; another attempt follows.
-    pub(crate) fn reconnecting(&self, why: &str) {
+    /// The connection ended for `why` (a failed attempt with `problem`, if the user can act
+    /// on it); another attempt follows.
+    pub(crate) fn reconnecting(&self, why: &str, problem: Option<Trouble>) {
         self.board
             .set_state(&self.key, "reconnecting", Some(why.to_owned()));
+        self.board.update(&self.key, |c| c.problem = problem);
+    }
+
+    /// The next attempt starts after `delay`.
+    pub(crate) fn retry_in(&self, delay: std::time::Duration) {
+        self.board
+            .update(&self.key, |c| c.retry_at = Some(Instant::now() + delay));
     }
 }
 
@@ -223,6 +239,8 @@ impl Board {
             granted: Vec::new(),
             connects: 0,
             last_disconnect: None,
+            problem: None,
+            retry_at: None,
             runtimes: 0,
         });
         c.runtimes += 1;
@@ -251,6 +269,8 @@ impl Board {
                 granted: Vec::new(),
                 connects: 0,
                 last_disconnect: None,
+                problem: None,
+                retry_at: None,
                 runtimes: 0,
             });
         c.folder = Some(folder.to_owned());
@@ -360,6 +380,12 @@ impl Board {
                 granted_capabilities: c.granted.clone(),
                 connects: c.connects,
                 last_disconnect: c.last_disconnect.clone(),
+                problem: c.problem.map(|t| t.as_str().to_owned()),
+                retry_in_seconds: c.retry_at.map(|at| {
+                    at.saturating_duration_since(Instant::now())
+                        .as_secs_f64()
+                        .ceil() as u64
+                }),
             })
             .collect()
     }

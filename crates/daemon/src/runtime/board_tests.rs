@@ -24,11 +24,33 @@ fn a_chat_shows_attached_then_connected_then_stopped_and_goes_when_detached() {
         ("connected", 1, "chat")
     );
     assert_eq!(c.granted_capabilities, ["file_read", "shell_exec"]);
-    g.reconnecting("the connection was lost");
+    g.reconnecting("the connection was lost", None);
     assert_eq!(b.connections()[0].state, "reconnecting");
     assert_eq!(
         b.connections()[0].last_disconnect.as_deref(),
         Some("the connection was lost")
+    );
+    // A failed attempt's trouble and the wait for the next one show until a handshake.
+    g.reconnecting(
+        "the connection could not be made: cannot resolve h",
+        Some(shim_auth::net::Trouble::NoNetwork),
+    );
+    g.retry_in(std::time::Duration::from_millis(2500));
+    let c = &b.connections()[0];
+    assert_eq!(c.problem.as_deref(), Some("no_network"));
+    assert_eq!(c.retry_in_seconds, Some(3));
+    assert_eq!(c.words(), "waiting for network, trying again in 3 s");
+    g.connecting();
+    let c = &b.connections()[0];
+    assert_eq!(
+        (c.retry_in_seconds, c.words().as_str()),
+        (None, "waiting for network, trying now")
+    );
+    g.connected(vec![]);
+    let c = &b.connections()[0];
+    assert_eq!(
+        (c.problem.as_deref(), c.words().as_str()),
+        (None, "connected")
     );
     drop(g);
     assert_eq!(b.connections()[0].state, "stopped");

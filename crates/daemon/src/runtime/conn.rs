@@ -14,6 +14,7 @@ use futures_util::future::BoxFuture;
 use shim_audit::AuditResult;
 use shim_audit::Map;
 use shim_auth::Secret;
+use shim_auth::net::Trouble;
 use shim_exec::ExecConfig;
 use shim_exec::Executor;
 use shim_jail::JailRoot;
@@ -113,9 +114,10 @@ enum ConnEnd {
     ProbeFailed,
     /// Closed with 4403 during the handshake (binding mismatch on newer platforms).
     Forbidden,
-    /// No connection could be made, for a reason the user can act on (the proxy refused,
-    /// the certificate is not trusted); backs off like `Error { handshook: false }`.
-    Unreachable(String),
+    /// No connection could be made, for a reason the user can act on (no network, the
+    /// proxy refused, the certificate is not trusted); backs off like
+    /// `Error { handshook: false }`.
+    Unreachable(Trouble, String),
     /// The runtime ends.
     Terminal(Outcome),
 }
@@ -340,12 +342,16 @@ impl Runtime {
                 ConnEnd::Error { handshook: false } => {
                     Some("the connection could not be made".to_owned())
                 }
-                ConnEnd::Unreachable(reason) => {
+                ConnEnd::Unreachable(_, reason) => {
                     Some(format!("the connection could not be made: {reason}"))
                 }
             };
+            let problem = match &end {
+                ConnEnd::Unreachable(t, _) => Some(*t),
+                _ => None,
+            };
             if let Some(why) = &why {
-                board.reconnecting(why);
+                board.reconnecting(why, problem);
                 if !matches!(end, ConnEnd::Clean) {
                     self.machine
                         .status
@@ -385,7 +391,7 @@ impl Runtime {
                     spread = false;
                     0.0
                 }
-                ConnEnd::Unreachable(_) => {
+                ConnEnd::Unreachable(..) => {
                     let d = backoff_delay(s.reconnect_base_delay, s.reconnect_max_delay, attempt);
                     attempt = attempt.saturating_add(1);
                     d
@@ -406,6 +412,7 @@ impl Runtime {
                 0.0
             };
             let delay = Duration::from_secs_f64(delay + spread_by);
+            board.retry_in(delay);
             let failed = self.audit.failed_token();
             tracing::info!(
                 delay_ms = delay.as_millis() as u64,
@@ -687,7 +694,7 @@ impl Runtime {
                 Ok(Ok((ws, _))) => return Ok(ws),
                 Ok(Err(ConnectError::Net(e))) => {
                     tracing::warn!(error = %e, url, "connect failed; will retry");
-                    return Err(ConnEnd::Unreachable(e.to_string()));
+                    return Err(ConnEnd::Unreachable(e.trouble(), e.to_string()));
                 }
                 Ok(Err(ConnectError::Ws(tungstenite::Error::Http(resp)))) => {
                     let status = resp.status().as_u16();
@@ -718,7 +725,7 @@ impl Runtime {
                 Ok(Err(ConnectError::Ws(e))) => {
                     if let Some(u) = shim_auth::net::untrusted_issuer(&e) {
                         tracing::warn!(error = %u, url, "connect failed; will retry");
-                        return Err(ConnEnd::Unreachable(u.to_string()));
+                        return Err(ConnEnd::Unreachable(Trouble::Certificate, u.to_string()));
                     }
                     tracing::warn!(error = %e, url, "connect failed; will retry");
                     return Err(ConnEnd::Error { handshook: false });
@@ -749,9 +756,10 @@ impl Runtime {
                 Ok(t)
             }
             Err(RefreshFailure::Terminal(e)) => Err(ConnEnd::Terminal(Outcome::Failed(e))),
-            Err(RefreshFailure::Transient(why)) => Err(ConnEnd::Unreachable(format!(
-                "the token refresh failed: {why}"
-            ))),
+            Err(RefreshFailure::Transient(why, trouble)) => Err(ConnEnd::Unreachable(
+                trouble,
+                format!("the token refresh failed: {why}"),
+            )),
         }
     }
 
@@ -905,7 +913,7 @@ impl Runtime {
             ConnEnd::Error { .. }
             | ConnEnd::ProbeFailed
             | ConnEnd::Forbidden
-            | ConnEnd::Unreachable(_) => Some((codes::GOING_AWAY, String::new())),
+            | ConnEnd::Unreachable(..) => Some((codes::GOING_AWAY, String::new())),
             _ => None,
         };
         let closing = close.is_some();
@@ -922,7 +930,7 @@ impl Runtime {
             ConnEnd::Error { .. }
             | ConnEnd::ProbeFailed
             | ConnEnd::Forbidden
-            | ConnEnd::Unreachable(_) => "loop_error: connection lost".to_owned(),
+            | ConnEnd::Unreachable(..) => "loop_error: connection lost".to_owned(),
             ConnEnd::Terminal(Outcome::Stopped) => "clean_exit".to_owned(),
             ConnEnd::Terminal(Outcome::Revoked) => return end,
             ConnEnd::Terminal(Outcome::Failed(e)) => format!("loop_error: {e}"),

@@ -24,8 +24,9 @@ pub(crate) enum RefreshFailure {
     /// Log in again: exit 77.
     Terminal(DaemonError),
     /// Network, timeout, 5xx: this connection attempt failed; back off and retry (the
-    /// reason is logged where it happened, and shown by `status`).
-    Transient(String),
+    /// reason is logged where it happened, and shown by `status`), with the kind of
+    /// trouble it was.
+    Transient(String, shim_auth::net::Trouble),
 }
 
 /// The message of 3.5 for a terminal refresh failure.
@@ -134,9 +135,9 @@ impl Tokens {
                     "{REFRESH_FAILED} ({why}) — run autogpt-shim auth"
                 ))));
             }
-            Err(RefreshError::Transient(why)) => {
+            Err(RefreshError::Transient { why, trouble }) => {
                 tracing::warn!(reason = %why, "token refresh failed; will retry");
-                return Err(RefreshFailure::Transient(why.to_string()));
+                return Err(RefreshFailure::Transient(why, trouble));
             }
         };
         let pair = shim_auth::tokens::Tokens {

@@ -111,6 +111,8 @@ fn sample_status() -> shim_daemon::ipc::StatusReport {
                 granted_capabilities: vec!["directory_browse".into()],
                 connects: 1,
                 last_disconnect: None,
+                problem: None,
+                retry_in_seconds: None,
             },
             ConnectionStatus {
                 kind: "chat".into(),
@@ -121,6 +123,8 @@ fn sample_status() -> shim_daemon::ipc::StatusReport {
                 granted_capabilities: vec!["files".into(), "shell".into()],
                 connects: 2,
                 last_disconnect: Some("the connection was lost".into()),
+                problem: None,
+                retry_in_seconds: None,
             },
         ],
         operations: vec![OperationStatus {

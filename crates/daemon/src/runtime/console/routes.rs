@@ -190,7 +190,13 @@ async fn events(
 fn strip_clock(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(m) => {
-            for k in ["age_ms", "uptime_seconds", "state_seconds", "seconds_left"] {
+            for k in [
+                "age_ms",
+                "uptime_seconds",
+                "state_seconds",
+                "seconds_left",
+                "retry_in_seconds",
+            ] {
                 if let Some(x) = m.get_mut(k)
                     && let Some(n) = x.as_u64()
                 {

@@ -12,6 +12,24 @@ function el(tag, text, cls) {
   return e;
 }
 
+// The connection's state in words a user understands; the same words as
+// ConnectionStatus::words in crates/daemon/src/ipc.rs (`autogpt-shim status`).
+const TROUBLE = {
+  no_network: "waiting for network",
+  proxy: "proxy refused",
+  certificate: "certificate not trusted",
+  settings: "a setting is wrong",
+  unreachable: "platform unreachable",
+};
+function connectionWords(c) {
+  const t = TROUBLE[c.problem];
+  const waiting = c.state === "reconnecting" || c.state === "connecting";
+  const n = c.retry_in_seconds;
+  if (waiting && t) return n === null || n === undefined ? t + ", trying now" : t + ", trying again in " + n + " s";
+  if (c.state === "reconnecting" && n !== null && n !== undefined) return "reconnecting in " + n + " s";
+  return c.state;
+}
+
 function row(cells) {
   const tr = document.createElement("tr");
   for (const c of cells) {
@@ -96,7 +114,7 @@ function render(v) {
     const tr = row([
       c.kind === "control" ? "control connection" : "chat " + c.session_id,
       c.folder || "",
-      c.state + " (" + c.state_seconds + " s)",
+      connectionWords(c) + " (" + c.state_seconds + " s)",
       c.granted_capabilities.join(", "),
     ]);
     tr.dataset.session = c.session_id || "control";
