@@ -35,24 +35,17 @@ mod bench_common;
 
 #[cfg(target_os = "linux")]
 mod bench {
-    use std::net::SocketAddr;
     use std::path::Path;
     use std::process::Stdio;
-    use std::sync::Arc;
-    use std::sync::atomic::AtomicU64;
-    use std::sync::atomic::Ordering;
     use std::time::Duration;
     use std::time::Instant;
 
     use shim_auth::KdfParams;
     use shim_platform_peer::Peer;
     use shim_platform_peer::PeerConfig;
+    use shim_platform_peer::relay::BlackholeRelay;
     use shim_protocol::Message;
     use shim_protocol::messages::handshake::Empty;
-    use tokio::io::AsyncReadExt;
-    use tokio::io::AsyncWriteExt;
-    use tokio::net::TcpListener;
-    use tokio::net::TcpStream;
 
     type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -60,67 +53,6 @@ mod bench {
     const T: Duration = Duration::from_secs(60);
     const ADDRESS: &str = "127.0.0.78/32";
     const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
-
-    /// The relay: connections numbered up to `cut` are black-holed; `accepted` counts them.
-    struct Relay {
-        port: u16,
-        cut: Arc<AtomicU64>,
-        accepted: Arc<AtomicU64>,
-    }
-
-    impl Relay {
-        /// Black-holes every connection open now.
-        fn black_hole(&self) {
-            self.cut
-                .store(self.accepted.load(Ordering::SeqCst), Ordering::SeqCst);
-        }
-    }
-
-    async fn pump(
-        mut r: tokio::net::tcp::OwnedReadHalf,
-        mut w: tokio::net::tcp::OwnedWriteHalf,
-        cut: Arc<AtomicU64>,
-        mine: u64,
-    ) {
-        let mut buf = vec![0u8; 16 * 1024];
-        loop {
-            let n = match r.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
-            };
-            if cut.load(Ordering::SeqCst) >= mine {
-                continue; // dropped on the floor; the socket stays open
-            }
-            if w.write_all(&buf[..n]).await.is_err() {
-                return;
-            }
-        }
-    }
-
-    async fn relay(backend: SocketAddr) -> Res<Relay> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let port = listener.local_addr()?.port();
-        let cut = Arc::new(AtomicU64::new(0));
-        let accepted = Arc::new(AtomicU64::new(0));
-        let (c, a) = (cut.clone(), accepted.clone());
-        tokio::spawn(async move {
-            while let Ok((front, _)) = listener.accept().await {
-                let Ok(back) = TcpStream::connect(backend).await else {
-                    continue;
-                };
-                let mine = a.fetch_add(1, Ordering::SeqCst) + 1;
-                let (fr, fw) = front.into_split();
-                let (br, bw) = back.into_split();
-                tokio::spawn(pump(fr, bw, c.clone(), mine));
-                tokio::spawn(pump(br, fw, c.clone(), mine));
-            }
-        });
-        Ok(Relay {
-            port,
-            cut,
-            accepted,
-        })
-    }
 
     fn ip(args: &[&str]) -> bool {
         std::process::Command::new("ip")
@@ -213,10 +145,10 @@ mod bench {
         let root = dir.path().join("root");
         std::fs::create_dir_all(&root)?;
         let peer = Peer::start(PeerConfig::default()).await?;
-        let relay = relay(peer.addr()).await?;
+        let relay = BlackholeRelay::start(peer.addr()).await?;
         let ws = peer.ws_base().replace(
             &peer.addr().to_string(),
-            &format!("127.0.0.1:{}", relay.port),
+            &format!("127.0.0.1:{}", relay.port()),
         );
         let mut child = start(&bin, dir.path(), &ws, &root, &creds, &[])?;
         let conn = peer

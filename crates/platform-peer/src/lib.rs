@@ -12,11 +12,13 @@
 //! On the same port it serves the platform's OAuth endpoints (`AUDIT_AUTH_CLI.md` 3.2):
 //! `/auth/authorize`, `/api/oauth/token` and `/api/oauth/revoke` (see [`oauth`]).
 //!
-//! [`ollama`] is a scriptable Ollama stand-in for the local-model route.
+//! [`ollama`] is a scriptable Ollama stand-in for the local-model route; [`relay`] a TCP
+//! relay whose open connections can be black-holed (a half-open link).
 
 mod connection;
 pub mod oauth;
 pub mod ollama;
+pub mod relay;
 mod server;
 
 pub use connection::Connection;

@@ -18,6 +18,8 @@ use shim_auth::EncryptedFileStore;
 use shim_auth::KdfParams;
 use shim_auth::Secret;
 use shim_platform_peer::PeerConfig;
+#[cfg(target_os = "linux")]
+use shim_platform_peer::relay::BlackholeRelay;
 use shim_protocol::Message;
 use shim_protocol::messages::handshake::Empty;
 use tokio::io::AsyncReadExt;
@@ -822,56 +824,6 @@ async fn a_ca_in_the_system_trust_store_is_trusted_for_oauth_and_websocket() {
     );
 }
 
-/// A TCP relay before the peer whose open connections can be black-holed: bytes are read
-/// and dropped, nothing is closed (a Wi-Fi change that silently loses packets). New
-/// connections are relayed normally.
-#[cfg(target_os = "linux")]
-async fn blackhole_relay(
-    backend: std::net::SocketAddr,
-) -> (u16, Arc<std::sync::atomic::AtomicU64>) {
-    use std::sync::atomic::AtomicU64;
-    use std::sync::atomic::Ordering;
-    async fn pump(
-        mut r: tokio::net::tcp::OwnedReadHalf,
-        mut w: tokio::net::tcp::OwnedWriteHalf,
-        cut: Arc<AtomicU64>,
-        mine: u64,
-    ) {
-        let mut buf = vec![0u8; 16 * 1024];
-        loop {
-            let n = match r.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
-            };
-            if cut.load(Ordering::SeqCst) >= mine {
-                continue; // dropped on the floor; the socket stays open
-            }
-            if w.write_all(&buf[..n]).await.is_err() {
-                return;
-            }
-        }
-    }
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    // Connections numbered up to this value are black-holed.
-    let cut = Arc::new(AtomicU64::new(0));
-    let cut2 = cut.clone();
-    tokio::spawn(async move {
-        let mut generation = 0u64;
-        while let Ok((front, _)) = listener.accept().await {
-            generation += 1;
-            let Ok(back) = TcpStream::connect(backend).await else {
-                continue;
-            };
-            let (fr, fw) = front.into_split();
-            let (br, bw) = back.into_split();
-            tokio::spawn(pump(fr, bw, cut2.clone(), generation));
-            tokio::spawn(pump(br, fw, cut2.clone(), generation));
-        }
-    });
-    (port, cut)
-}
-
 /// A loopback address added for the test's lifetime (a local address change the netlink
 /// watch sees), removed on drop.
 #[cfg(target_os = "linux")]
@@ -912,9 +864,9 @@ impl Drop for ExtraAddress {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn an_address_change_probes_a_dead_link_and_reconnects_in_seconds() {
-    use std::sync::atomic::Ordering;
     let env = Env::new(PeerConfig::default()).await;
-    let (rport, cut) = blackhole_relay(env.peer.addr()).await;
+    let relay = BlackholeRelay::start(env.peer.addr()).await.unwrap();
+    let rport = relay.port();
     let ws = format!("ws://127.0.0.1:{rport}/ws/local-executor");
     let child = env.start_control(&[
         ("AUTOGPT_SHIM_PLATFORM_WS_URL", ws.as_str()),
@@ -924,7 +876,7 @@ async fn an_address_change_probes_a_dead_link_and_reconnects_in_seconds() {
     let first = env.next().await;
     first.request(Message::Ping(Empty {}), T).await.unwrap();
     // The link goes silent: the first connection is black-holed both ways.
-    cut.store(1, Ordering::SeqCst);
+    relay.black_hole();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = std::time::Instant::now();
     let Some(_addr) = ExtraAddress::add("127.0.0.77/32") else {
@@ -954,15 +906,14 @@ async fn an_address_change_probes_a_dead_link_and_reconnects_in_seconds() {
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_request_in_flight_on_a_black_holed_link_runs_at_most_once() {
-    use std::sync::atomic::Ordering;
-
     use shim_protocol::messages::exec::ExecuteCommand;
 
     use crate::suite::harness::wait_until;
     use crate::suite::harness::with_op;
     const SID: &str = "7d1e8c8e-1b9f-4d41-a0a8-52f0f7d3c0ab";
     let env = Env::new(PeerConfig::default()).await;
-    let (rport, cut) = blackhole_relay(env.peer.addr()).await;
+    let relay = BlackholeRelay::start(env.peer.addr()).await.unwrap();
+    let rport = relay.port();
     let ws = format!("ws://127.0.0.1:{rport}/ws/local-executor");
     let mut c = env.legacy_command(SID, &["--enable-shell"]);
     c.env("AUTOGPT_SHIM_PLATFORM_WS_URL", &ws)
@@ -991,7 +942,7 @@ async fn a_request_in_flight_on_a_black_holed_link_runs_at_most_once() {
     });
     wait_until("the command appended its line", || out.exists()).await;
     // The link goes silent, then the command ends: its reply goes into the black hole.
-    cut.store(1, Ordering::SeqCst);
+    relay.black_hole();
     std::fs::write(&gate, "").unwrap();
     let second = env
         .peer
