@@ -21,7 +21,6 @@ mod hw;
 mod isolated;
 mod legacy;
 mod llm;
-#[cfg(unix)]
 mod net;
 #[cfg(target_os = "linux")]
 mod notify;
