@@ -1,4 +1,5 @@
-//! The Debian package `dist` writes beside each Linux archive:
+//! The Debian package `dist` writes beside each Linux archive (the .rpm, [`crate::rpm`], has
+//! the same files, [`PACKAGE_FILES`]):
 //! `autogpt-shim_<version>_<arch>.deb` with the two binaries in /usr/bin, the systemd user
 //! unit in /usr/lib/systemd/user and the docs in /usr/share/doc/autogpt-shim, built by
 //! `dpkg-deb` (owner root, times clamped to `SOURCE_DATE_EPOCH`, so reproducible too). Its
@@ -105,40 +106,7 @@ pub(crate) fn build_deb(
     }
     let stage = out.join(format!(".deb-{arch}"));
     let _ = std::fs::remove_dir_all(&stage);
-    let files: Vec<(String, PathBuf, u32)> = vec![
-        (
-            "usr/bin/autogpt-shim".into(),
-            bin_dir.join("autogpt-shim"),
-            0o755,
-        ),
-        (
-            "usr/bin/shim-audit".into(),
-            bin_dir.join("shim-audit"),
-            0o755,
-        ),
-        (
-            "usr/share/doc/autogpt-shim/README.md".into(),
-            root.join("README.md"),
-            0o644,
-        ),
-        (
-            "usr/share/doc/autogpt-shim/INSTALL.md".into(),
-            root.join("docs/install-linux.md"),
-            0o644,
-        ),
-    ];
-    let mut size = 0;
-    for (dest, src, mode) in &files {
-        let path = stage.join(dest);
-        std::fs::create_dir_all(path.parent().context("no parent")?)?;
-        std::fs::copy(src, &path).with_context(|| format!("cannot copy {}", src.display()))?;
-        set_mode(&path, *mode)?;
-        size += std::fs::metadata(&path)?.len();
-    }
-    let unit = stage.join("usr/lib/systemd/user/autogpt-shim.service");
-    std::fs::create_dir_all(unit.parent().context("no parent")?)?;
-    std::fs::write(&unit, USER_UNIT)?;
-    set_mode(&unit, 0o644)?;
+    let size = stage_files(root, bin_dir, &stage)?;
     let binary = std::fs::read(bin_dir.join("autogpt-shim"))?;
     std::fs::create_dir_all(stage.join("DEBIAN"))?;
     std::fs::write(
@@ -176,7 +144,41 @@ pub(crate) fn build_deb(
     Ok(Ok(deb))
 }
 
-fn set_mode(path: &Path, mode: u32) -> Result<()> {
+/// What a Linux package installs, as (path in the package, mode); the systemd user unit is
+/// [`USER_UNIT`]. The .deb and the .rpm carry the same files.
+pub(crate) const PACKAGE_FILES: &[(&str, u32)] = &[
+    ("usr/bin/autogpt-shim", 0o755),
+    ("usr/bin/shim-audit", 0o755),
+    ("usr/lib/systemd/user/autogpt-shim.service", 0o644),
+    ("usr/share/doc/autogpt-shim/README.md", 0o644),
+    ("usr/share/doc/autogpt-shim/INSTALL.md", 0o644),
+];
+
+/// Copies [`PACKAGE_FILES`] into `stage` with their modes; returns their total size.
+pub(crate) fn stage_files(root: &Path, bin_dir: &Path, stage: &Path) -> Result<u64> {
+    let mut size = 0;
+    for (dest, mode) in PACKAGE_FILES {
+        let path = stage.join(dest);
+        std::fs::create_dir_all(path.parent().context("no parent")?)?;
+        match *dest {
+            "usr/lib/systemd/user/autogpt-shim.service" => std::fs::write(&path, USER_UNIT)?,
+            _ => {
+                let src = match *dest {
+                    "usr/share/doc/autogpt-shim/README.md" => root.join("README.md"),
+                    "usr/share/doc/autogpt-shim/INSTALL.md" => root.join("docs/install-linux.md"),
+                    bin => bin_dir.join(bin.trim_start_matches("usr/bin/")),
+                };
+                std::fs::copy(&src, &path)
+                    .with_context(|| format!("cannot copy {}", src.display()))?;
+            }
+        }
+        set_mode(&path, *mode)?;
+        size += std::fs::metadata(&path)?.len();
+    }
+    Ok(size)
+}
+
+pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -575,6 +575,20 @@ fn dist_in(
                         }
                         Err(_) => verified,
                     };
+                let verified =
+                    match crate::rpm::build_rpm(root, &bin_dir, &out, triple, version, epoch)? {
+                        Ok(rpm) => {
+                            write_sum(&rpm)?;
+                            format!(
+                                "{verified}; {}",
+                                rpm.file_name().unwrap_or_default().to_string_lossy()
+                            )
+                        }
+                        Err(why) if triple.contains("linux") => {
+                            format!("{verified}; no .rpm: {why}")
+                        }
+                        Err(_) => verified,
+                    };
                 Built::Archive { path, verified }
             }
         };

@@ -9,6 +9,7 @@ mod codegen;
 mod deb;
 mod dist;
 mod installer;
+mod rpm;
 mod targets;
 mod wine;
 
@@ -59,6 +60,8 @@ const TEST_PACKAGES: &[&str] = &[
     "dbus",
     "gnome-keyring",
     "socat",
+    // `cargo xtask dist` builds the .rpm with rpmbuild; `rpm-test` reads it with rpm -qip.
+    "rpm",
     // tests/suite/net.rs: `ip addr` makes the address change the netlink watch sees;
     // update-ca-certificates installs a test CA into the system trust store (and removes it).
     "iproute2",
@@ -187,6 +190,9 @@ enum Cmd {
     /// Install the last dist run's amd64 .deb with dpkg -i (root), run the installed
     /// binaries, and remove it with dpkg -r.
     DebTest,
+    /// Read the last dist run's x86_64 .rpm with rpm -qip and rpm -qlp: name, version,
+    /// architecture, and the same files as the .deb.
+    RpmTest,
     /// Test install.sh against a local HTTP server serving the last `dist --throwaway-key`
     /// run's target/dist: the genuine release installs, every attack is refused.
     InstallerTest,
@@ -269,6 +275,7 @@ fn run(cmd: Cmd) -> Result<()> {
         Cmd::LintScripts => lint_scripts(&root),
         Cmd::CheckSignature => dist::check_signature_with_minisign(&root),
         Cmd::DebTest => deb::deb_test(&root),
+        Cmd::RpmTest => rpm::rpm_test(&root),
         Cmd::InstallerTest => installer::installer_test(&root),
         Cmd::Repro { profile } => dist::repro(&root, &profile),
         Cmd::Codegen { check } => codegen::codegen(&root, check),
@@ -475,6 +482,10 @@ fn ci(root: &Path) -> Result<()> {
     step(
         "the .deb installs with dpkg, runs and is removed cleanly",
         || deb::deb_test(root),
+    )?;
+    step(
+        "the .rpm reads right with rpm -qip and lists the .deb's files",
+        || rpm::rpm_test(root),
     )?;
     // The one build CI adds for releases: the host's archive again from a clone of HEAD at
     // another path, compared byte for byte (issue 31: reproducibility on the host only).
