@@ -467,8 +467,10 @@ fn print_signed(key: &SecretKey, whence: &str, checked: &str) {
 pub(crate) fn sign_dir(root: &Path, dir: &Path, signing: &Signing) -> Result<()> {
     let target_dir = default_target_dir(root);
     let (key, whence) = signing_key(&target_dir, signing)?;
+    let manifests = crate::manifests::write(dir, env!("CARGO_PKG_VERSION"))?;
     write_sums(dir)?;
     let checked = sign_sums(dir, &key, source_date_epoch(root)?)?;
+    println!("xtask: package manifests: {}", manifests.join(", "));
     println!("xtask: {}:", dir.join("SHA256SUMS").display());
     print!("{}", std::fs::read_to_string(dir.join("SHA256SUMS"))?);
     print_signed(&key, &whence, &checked);
@@ -594,11 +596,15 @@ fn dist_in(
         };
         results.push((triple, built, started.elapsed()));
     }
+    // Homebrew, Scoop and winget manifests for the archives built (not in SHA256SUMS: they
+    // are made from it, and the package managers check the archives' sums themselves).
+    let manifests = crate::manifests::write(&out, version)?;
     write_sums(&out)?;
     // The installer is published beside the archives (its default base URL is theirs).
     std::fs::copy(root.join("install.sh"), out.join("install.sh"))
         .context("cannot copy install.sh into target/dist")?;
     println!("xtask: dist (profile {profile}) in {}:", out.display());
+    println!("xtask:   package manifests: {}", manifests.join(", "));
     match key {
         Some((key, whence)) => {
             let checked = sign_sums(&out, &key, epoch)?;

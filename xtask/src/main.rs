@@ -9,6 +9,7 @@ mod codegen;
 mod deb;
 mod dist;
 mod installer;
+mod manifests;
 mod rpm;
 mod targets;
 mod wine;
@@ -486,6 +487,10 @@ fn ci(root: &Path) -> Result<()> {
     step(
         "the .rpm reads right with rpm -qip and lists the .deb's files",
         || rpm::rpm_test(root),
+    )?;
+    step(
+        "the Homebrew, Scoop and winget manifests name the signed sums",
+        || manifests::check_dist(root),
     )?;
     // The one build CI adds for releases: the host's archive again from a clone of HEAD at
     // another path, compared byte for byte (issue 31: reproducibility on the host only).
