@@ -1,9 +1,9 @@
-//! The macOS and Windows backends built on portable crates: xcap (displays, capture,
-//! windows), rdev (input), copypasta (clipboard). What these crates cannot do is refused
-//! with a typed error, never pretended: on macOS the pointer position and characters
-//! outside the US layout; window focus, concealment markers and change counters (see the
-//! README). On Windows the pointer position comes from GetCursorPos and other characters
-//! are typed as Unicode key events.
+//! The Windows backend built on portable crates: xcap (displays, capture, windows), rdev
+//! (input), copypasta (clipboard), with user32 where they fall short (the pointer
+//! position, Unicode typing, focus, the window list, concealment formats; `src/win32.rs`).
+//! macOS uses only its displays and capture (xcap); everything else there is `src/mac.rs`
+//! over `src/macos.rs`. What the crates cannot do on macOS (the pointer position, typing
+//! outside the US layout, focus, markers) is refused with a typed error, never pretended.
 
 use std::sync::Arc;
 
@@ -73,7 +73,15 @@ fn rgba_to_image(w: u32, h: u32, rgba: &[u8]) -> Image {
     }
 }
 
+impl Portable {
+    /// The portable parts of `kind` (macOS uses its displays and capture).
+    pub(crate) fn new(kind: HostKind) -> Portable {
+        Portable { kind }
+    }
+}
+
 /// Builds a desktop of `kind` on the portable crates.
+#[cfg_attr(target_os = "macos", allow(dead_code))]
 pub(crate) fn desktop(kind: HostKind) -> Desktop {
     let p = Arc::new(Portable { kind });
     Desktop {
