@@ -10,6 +10,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::c_void;
+use std::ptr::NonNull;
 use std::time::Duration;
 
 use objc2_app_kit::NSApplicationActivationOptions;
@@ -18,11 +19,16 @@ use objc2_app_kit::NSPasteboard;
 use objc2_app_kit::NSPasteboardTypeString;
 use objc2_app_kit::NSRunningApplication;
 use objc2_app_kit::NSWorkspace;
+use objc2_application_services::AXError;
+use objc2_application_services::AXUIElement;
+use objc2_core_foundation::CFArray;
 use objc2_core_foundation::CFBoolean;
 use objc2_core_foundation::CFDictionary;
 use objc2_core_foundation::CFNumber;
 use objc2_core_foundation::CFNumberType;
+use objc2_core_foundation::CFRetained;
 use objc2_core_foundation::CFString;
+use objc2_core_foundation::CFType;
 use objc2_core_foundation::CGPoint;
 use objc2_core_foundation::CGRect;
 use objc2_core_graphics::CGEvent;
@@ -185,6 +191,55 @@ fn bounds(d: &CFDictionary) -> Option<[f64; 4]> {
     ok.then_some([r.origin.x, r.origin.y, r.size.width, r.size.height])
 }
 
+/// `AXUIElementCopyAttributeValue`; `None` on any error (not trusted, no such attribute,
+/// the application does not answer within the messaging timeout).
+fn ax_copy(el: &AXUIElement, attribute: &str) -> Option<CFRetained<CFType>> {
+    let name = CFString::from_str(attribute);
+    let mut out: *const CFType = std::ptr::null();
+    // SAFETY: `out` is a valid place for the copied value.
+    let err = unsafe { el.copy_attribute_value(&name, NonNull::from(&mut out)) };
+    if err != AXError::Success {
+        return None;
+    }
+    let p = NonNull::new(out.cast_mut())?;
+    // SAFETY: a Copy function's result carries a reference that is now ours.
+    Some(unsafe { CFRetained::from_raw(p) })
+}
+
+/// An Accessibility window's title and minimised state.
+type AxState = (Option<String>, Option<bool>);
+
+/// The Accessibility windows of `pid`: each element with its title and minimised state.
+fn ax_windows(pid: i64) -> Vec<(CFRetained<AXUIElement>, Option<String>, Option<bool>)> {
+    let Ok(pid) = i32::try_from(pid) else {
+        return Vec::new();
+    };
+    // SAFETY: any pid is accepted; a stale one makes the later calls fail.
+    let app = unsafe { AXUIElement::new_application(pid) };
+    // SAFETY: plain setter on a valid element; a hung application costs at most 1 s.
+    let _ = unsafe { app.set_messaging_timeout(1.0) };
+    let Some(list) = ax_copy(&app, "AXWindows").and_then(|l| l.downcast::<CFArray>().ok()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for i in 0..list.count() {
+        // SAFETY: `i` is below the count; `AXWindows` holds AXUIElements.
+        let Some(p) = NonNull::new(unsafe { list.value_at_index(i) }.cast_mut()) else {
+            continue;
+        };
+        // SAFETY: a live element of the array; retained so it outlives the array.
+        let w: CFRetained<AXUIElement> = unsafe { CFRetained::retain(p.cast()) };
+        let title = ax_copy(&w, "AXTitle")
+            .and_then(|t| t.downcast::<CFString>().ok())
+            .map(|t| t.to_string());
+        let minimized = ax_copy(&w, "AXMinimized")
+            .and_then(|b| b.downcast::<CFBoolean>().ok())
+            .map(|b| b.value());
+        out.push((w, title, minimized));
+    }
+    out
+}
+
 fn ns(s: Option<objc2::rc::Retained<NSString>>) -> Option<String> {
     s.map(|s| s.to_string())
 }
@@ -329,6 +384,21 @@ impl MacApi for Os {
                 minimized: None,
             });
         }
+        // Minimised or not, for the titled windows macOS does not show, from the
+        // Accessibility windows of their application (matched by title).
+        let mut by_pid: std::collections::HashMap<i64, Vec<AxState>> = Default::default();
+        for w in out.iter_mut().filter(|w| !w.onscreen && w.title.is_some()) {
+            let ax = by_pid.entry(w.pid).or_insert_with(|| {
+                ax_windows(w.pid)
+                    .into_iter()
+                    .map(|(_, t, m)| (t, m))
+                    .collect()
+            });
+            w.minimized = ax
+                .iter()
+                .find(|(t, _)| t.is_some() && *t == w.title)
+                .and_then(|(_, m)| *m);
+        }
         Ok(out)
     }
 
@@ -366,9 +436,14 @@ impl MacApi for Os {
         }
     }
 
-    /// Not implemented: application activation only (4.5.3 makes the raise optional).
-    fn raise(&self, _pid: i64, _title: &str) -> bool {
-        false
+    /// `AXRaise` on the Accessibility window of `pid` titled `title`.
+    fn raise(&self, pid: i64, title: &str) -> bool {
+        let name = CFString::from_str("AXRaise");
+        ax_windows(pid)
+            .iter()
+            .find(|(_, t, _)| t.as_deref() == Some(title))
+            // SAFETY: a valid element and action name.
+            .is_some_and(|(w, _, _)| unsafe { w.perform_action(&name) } == AXError::Success)
     }
 
     fn installed(&self, bundle_id: &str) -> bool {
