@@ -83,7 +83,7 @@ impl Portable {
 /// Builds a desktop of `kind` on the portable crates.
 #[cfg_attr(target_os = "macos", allow(dead_code))]
 pub(crate) fn desktop(kind: HostKind) -> Desktop {
-    let p = Arc::new(Portable { kind });
+    let p = Arc::new(Portable::new(kind));
     Desktop {
         kind,
         displays: p.clone(),
