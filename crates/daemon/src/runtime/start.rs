@@ -502,3 +502,7 @@ pub fn legacy_key_from_env() -> Option<(std::path::PathBuf, Secret)> {
         None
     }
 }
+
+#[cfg(test)]
+#[path = "start_tests.rs"]
+mod tests;
