@@ -322,6 +322,7 @@ impl<A: MacApi> Mac<A> {
         let apps = self.api.apps();
         let app = |pid: i64| apps.iter().find(|a| a.pid == pid);
         let frontmost = apps.iter().find(|a| a.active).map(|a| a.pid);
+        let monitors = self.api.monitors().unwrap_or_default();
         let mut focused_given = false;
         let mut out = Vec::new();
         for w in self.api.windows()? {
@@ -353,7 +354,12 @@ impl<A: MacApi> Mac<A> {
                 bounds,
                 is_focused,
                 is_minimized: minimized,
-                is_fullscreen: false,
+                // Exactly covering a display.
+                is_fullscreen: monitors.iter().any(|m| {
+                    let [mx, my] = m.origin;
+                    let [mw, mh] = m.logical_size;
+                    bounds == [mx, my, mx + mw, my + mh]
+                }),
                 // Not shown and not minimised: on another Space or of a hidden
                 // application; listed with `include_offscreen`.
                 other_desktop: !w.onscreen && !minimized,

@@ -530,6 +530,10 @@ fn desk_with_apps() -> Arc<MacDouble> {
             minimized,
             menu,
             window(15, 300, Some("Other Space"), false),
+            RawWindow {
+                bounds: [0.0, 0.0, 1512.0, 982.0],
+                ..window(16, 300, Some("Full screen"), true)
+            },
         ],
         apps: Mutex::new(vec![
             safari,
@@ -562,13 +566,14 @@ fn windows_carry_bundle_ids_and_the_bundle_filter_uses_them() {
     let e = engine(&d);
     let all = list_windows(&e, serde_json::json!({}));
     let titles: Vec<_> = all.iter().map(|w| w.title.clone().unwrap()).collect();
-    assert_eq!(titles, ["Apple", "Notes"]);
+    assert_eq!(titles, ["Apple", "Notes", "Full screen"]);
+    assert!(all[2].is_fullscreen && !all[0].is_fullscreen);
     assert_eq!(all[0].app_bundle_id.as_deref(), Some("com.apple.Safari"));
     assert_eq!(all[0].app_name.as_deref(), Some("Safari"));
     assert!(all[0].is_focused && !all[1].is_focused);
     let notes = list_windows(&e, serde_json::json!({"app_bundle_id": "com.apple.Notes"}));
-    assert_eq!(notes.len(), 1);
-    assert_eq!(notes[0].pid, 300);
+    assert_eq!(notes.len(), 2);
+    assert!(notes.iter().all(|w| w.pid == 300));
     // Minimised and off-screen windows on request; the untitled off-screen helper surface
     // and the menu-bar layer never.
     let more = list_windows(
@@ -576,7 +581,10 @@ fn windows_carry_bundle_ids_and_the_bundle_filter_uses_them() {
         serde_json::json!({"include_minimized": true, "include_offscreen": true}),
     );
     let titles: Vec<_> = more.iter().map(|w| w.title.clone().unwrap()).collect();
-    assert_eq!(titles, ["Apple", "Notes", "Minimised", "Other Space"]);
+    assert_eq!(
+        titles,
+        ["Apple", "Notes", "Minimised", "Other Space", "Full screen"]
+    );
     assert!(more[2].is_minimized && !more[3].is_minimized);
 }
 

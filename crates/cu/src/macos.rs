@@ -387,7 +387,10 @@ impl MacApi for Os {
         // Minimised or not, for the titled windows macOS does not show, from the
         // Accessibility windows of their application (matched by title).
         let mut by_pid: std::collections::HashMap<i64, Vec<AxState>> = Default::default();
-        for w in out.iter_mut().filter(|w| !w.onscreen && w.title.is_some()) {
+        for w in out
+            .iter_mut()
+            .filter(|w| w.layer == 0 && !w.onscreen && w.title.is_some())
+        {
             let ax = by_pid.entry(w.pid).or_insert_with(|| {
                 ax_windows(w.pid)
                     .into_iter()
