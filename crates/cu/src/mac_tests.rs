@@ -764,3 +764,33 @@ fn the_macos_backend_advertises_every_fine_feature_and_each_answers() {
         assert!(us_key(c).is_some(), "{c:?}");
     }
 }
+
+#[test]
+fn paste_goes_through_the_pasteboard_with_command_v_and_restores_the_prior_text() {
+    let d = Arc::new(MacDouble::default());
+    *d.board.lock().unwrap() = Pasteboard {
+        change_count: 5,
+        types: vec!["public.utf8-plain-text".into()],
+        text: Some("prior".into()),
+    };
+    let e = engine(&d);
+    let text = "x".repeat(200);
+    input(
+        &e,
+        serde_json::json!({"action": "type", "text": text, "paste": true, "preserve_clipboard": true}),
+    )
+    .unwrap();
+    let key = |code, down, flags| Event::Key { code, down, flags };
+    assert_eq!(
+        *d.posted.lock().unwrap(),
+        [
+            key(0x37, true, flags::COMMAND),
+            key(0x09, true, flags::COMMAND),
+            key(0x09, false, flags::COMMAND),
+            key(0x37, false, 0),
+        ]
+    );
+    // Our write (6), then the restore (7): nobody else wrote in between.
+    let b = d.board.lock().unwrap().clone();
+    assert_eq!((b.change_count, b.text.as_deref()), (7, Some("prior")));
+}
