@@ -121,6 +121,13 @@ pub trait Input: Send + Sync {
     fn move_to(&self, p: [i64; 2]) -> CuResult<()>;
     /// Presses or releases a button.
     fn button(&self, b: Button, down: bool) -> CuResult<()>;
+    /// Presses or releases a button as click `count` of a multi-click (2 on the second
+    /// press of a double click): macOS carries it on the event (`kCGMouseEventClickState`);
+    /// elsewhere the OS counts, so the default is [`Input::button`].
+    fn click_button(&self, b: Button, down: bool, count: u32) -> CuResult<()> {
+        let _ = count;
+        self.button(b, down)
+    }
     /// Whether [`Input::button`] can press `b` here. The engine checks it before the first
     /// event of an action, so an action with a button the OS cannot press sends nothing.
     fn has_button(&self, b: Button) -> bool {

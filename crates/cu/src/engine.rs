@@ -681,8 +681,8 @@ impl Engine {
                     if i > 0 && n == 3 {
                         std::thread::sleep(TRIPLE_CLICK_SPACING);
                     }
-                    input.button(b, true)?;
-                    input.button(b, false)?;
+                    input.click_button(b, true, i + 1)?;
+                    input.click_button(b, false, i + 1)?;
                 }
             }
             A::MouseMove => input.move_to(a.coordinate.ok_or_else(|| required("coordinate"))?)?,

@@ -402,8 +402,8 @@ fn each_portable_os_advertises_only_what_its_backend_answers() {
     assert!(f.log.lock().unwrap().is_empty());
 }
 
-/// On this OS, the real backend's HELLO lists (computer use and clipboard on): macOS
-/// without the pointer position and window focus, Windows the whole list of 2.2.
+/// On this OS, the real backend's HELLO lists (computer use on, clipboard off): the whole
+/// list of 2.2 on macOS (src/mac.rs) and Windows.
 #[cfg(any(target_os = "macos", target_os = "windows"))]
 #[test]
 fn this_os_advertises_exactly_what_answers() {
@@ -418,17 +418,7 @@ fn this_os_advertises_exactly_what_answers() {
         },
         std::sync::Arc::new(crate::policy::ManualClock::default()),
     );
-    let refused: &[&str] = if cfg!(target_os = "macos") {
-        &["cursor.position", "window.focus"]
-    } else {
-        &[]
-    };
-    let expected: Vec<&str> = PORTABLE_FINE[..16]
-        .iter()
-        .copied()
-        .filter(|n| !refused.contains(n))
-        .collect();
-    assert_eq!(e.features().fine, expected);
+    assert_eq!(e.features().fine, &PORTABLE_FINE[..16]);
 }
 
 /// 4.1: `display_scale` is the backend's scale of the target display, 2.0 on the double's

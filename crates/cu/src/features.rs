@@ -101,9 +101,10 @@ impl Features {
     }
 }
 
-/// The fine features of 2.2 that the portable backend (macOS and Windows,
-/// `src/portable.rs`) always refuses on `kind`, so its HELLO leaves them out: on macOS the
-/// pointer position and window focus, which neither xcap nor rdev offer.
+/// The fine features of 2.2 that the portable backend (`src/portable.rs`) always refuses
+/// on `kind`, so a HELLO from it leaves them out. Windows answers them all. macOS has had
+/// its own backend (`src/mac.rs`) since issue 27, which answers them too; the portable one
+/// on macOS (xcap and rdev) could read neither the pointer nor focus a window.
 pub fn portable_refuses(kind: HostKind) -> &'static [&'static str] {
     match kind {
         HostKind::MacOs => &["cursor.position", "window.focus"],
@@ -113,16 +114,11 @@ pub fn portable_refuses(kind: HostKind) -> &'static [&'static str] {
 
 /// What the computer-use backend of `kind` cannot do in this build, for `doctor` (the
 /// requests answer with `FEATURE_NOT_SUPPORTED`, or the clipboard without a marker).
+/// Nothing on any OS now; on macOS a window is focused by activating its application
+/// (4.5.3), without the optional raise of the window itself.
 pub fn not_available(kind: HostKind) -> &'static [&'static str] {
     match kind {
-        HostKind::X11 => &[],
-        HostKind::Windows => &[],
-        HostKind::MacOs => &[
-            "pointer position",
-            "window focus",
-            "typing outside the US keyboard layout (paste instead)",
-            "clipboard concealment markers and change counter",
-        ],
+        HostKind::X11 | HostKind::Windows | HostKind::MacOs => &[],
     }
 }
 

@@ -109,18 +109,10 @@ fn macos_and_windows_lists_follow_the_table_in_its_order() {
 
 #[test]
 fn doctor_lists_what_each_backend_cannot_do() {
-    // X11 does everything it advertises; Windows reads the pointer (GetCursorPos), macOS
-    // cannot in this build.
-    assert!(not_available(HostKind::X11).is_empty());
-    // Windows reads concealment formats and the sequence number (win32.rs).
-    assert!(not_available(HostKind::Windows).is_empty());
-    assert!(!not_available(HostKind::Windows).contains(&"pointer position"));
-    assert!(not_available(HostKind::MacOs).contains(&"pointer position"));
-    // Windows types any character as Unicode key events; macOS only the US layout.
-    let typing = "typing outside the US keyboard layout (paste instead)";
-    assert!(!not_available(HostKind::Windows).contains(&typing));
-    assert!(not_available(HostKind::MacOs).contains(&typing));
-    // Windows focuses windows (SetForegroundWindow); macOS cannot in this build.
-    assert!(!not_available(HostKind::Windows).contains(&"window focus"));
-    assert!(not_available(HostKind::MacOs).contains(&"window focus"));
+    // X11 does everything it advertises; Windows reads the pointer (GetCursorPos), types
+    // any character, reads concealment formats (win32.rs); macOS does all of that on its own
+    // backend (mac.rs, issue 27).
+    for kind in [HostKind::X11, HostKind::Windows, HostKind::MacOs] {
+        assert!(not_available(kind).is_empty(), "{kind:?}");
+    }
 }

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod features;
 pub mod keys;
+pub mod mac;
 pub mod policy;
 #[cfg(target_os = "linux")]
 pub mod testing;
@@ -37,6 +38,32 @@ pub fn process_elevated() -> Option<bool> {
     return win32::elevated();
     #[cfg(not(target_os = "windows"))]
     None
+}
+
+/// The macOS start-up preflight (COMPUTER_USE_HW.md 1.5): `None` when this process is a
+/// trusted Accessibility client (and on every other OS), else the missing permission for
+/// `details.missing_permissions` and the error code. Never prompts.
+pub fn macos_preflight() -> Option<(&'static str, shim_protocol::ErrorCode)> {
+    #[cfg(target_os = "macos")]
+    return mac::preflight_refusal(macos::accessibility_trusted(false));
+    #[cfg(not(target_os = "macos"))]
+    None
+}
+
+/// The macOS permission states for `doctor`; with `prompt`, the Accessibility check shows
+/// the system's consent dialog (once). `None` on every other OS.
+pub fn macos_permissions(prompt: bool) -> Option<mac::MacPermissions> {
+    #[cfg(target_os = "macos")]
+    return Some(mac::MacPermissions {
+        accessibility: macos::accessibility_trusted(prompt),
+        screen_recording: macos::screen_capture_allowed(),
+        input_monitoring: macos::input_monitoring(),
+    });
+    #[cfg(not(target_os = "macos"))]
+    {
+        let _ = prompt;
+        None
+    }
 }
 
 pub use backend::Desktop;

@@ -1,35 +1,44 @@
-//! The macOS and Windows backends built on portable crates: xcap (displays, capture,
-//! windows), rdev (input), copypasta (clipboard). What these crates cannot do is refused
-//! with a typed error, never pretended: on macOS the pointer position and characters
-//! outside the US layout; window focus, concealment markers and change counters (see the
-//! README). On Windows the pointer position comes from GetCursorPos and other characters
-//! are typed as Unicode key events.
+//! The Windows backend built on portable crates: xcap (displays, capture, windows), rdev
+//! (input), copypasta (clipboard), with user32 where they fall short (the pointer
+//! position, Unicode typing, focus, the window list, concealment formats; `src/win32.rs`).
+//! macOS compiles only what does not need rdev or copypasta and uses its displays and
+//! capture (xcap); everything else there is `src/mac.rs` over `src/macos.rs`.
 
+#[cfg(target_os = "windows")]
 use std::sync::Arc;
 
 use shim_protocol::messages::cu::PermissionState;
 
 use crate::backend::Apps;
+#[cfg(target_os = "windows")]
 use crate::backend::Button;
 use crate::backend::Capture;
+#[cfg(target_os = "windows")]
 use crate::backend::Clipboard;
+#[cfg(target_os = "windows")]
 use crate::backend::ClipboardState;
+#[cfg(target_os = "windows")]
 use crate::backend::Desktop;
 use crate::backend::Displays;
 use crate::backend::Fingerprint;
 use crate::backend::HostKind;
 use crate::backend::Image;
+#[cfg(target_os = "windows")]
 use crate::backend::Input;
 use crate::backend::Monitor;
 use crate::backend::NativeApp;
 use crate::backend::NativeWindow;
 use crate::backend::Permissions;
+#[cfg(target_os = "windows")]
 use crate::backend::Wheel;
 use crate::backend::Windows;
 use crate::error::CuError;
 use crate::error::CuResult;
+#[cfg(target_os = "windows")]
 use crate::keys::Key;
+#[cfg(target_os = "windows")]
 use crate::keys::Modifier;
+#[cfg(target_os = "windows")]
 use crate::keys::Named;
 
 /// The portable backend.
@@ -73,9 +82,17 @@ fn rgba_to_image(w: u32, h: u32, rgba: &[u8]) -> Image {
     }
 }
 
+impl Portable {
+    /// The portable parts of `kind` (macOS uses its displays and capture).
+    pub(crate) fn new(kind: HostKind) -> Portable {
+        Portable { kind }
+    }
+}
+
 /// Builds a desktop of `kind` on the portable crates.
+#[cfg(target_os = "windows")]
 pub(crate) fn desktop(kind: HostKind) -> Desktop {
-    let p = Arc::new(Portable { kind });
+    let p = Arc::new(Portable::new(kind));
     Desktop {
         kind,
         displays: p.clone(),
@@ -234,10 +251,12 @@ fn find_window(handle: u64) -> CuResult<Option<xcap::Window>> {
         .find(|w| w.id().ok().map(u64::from) == Some(handle)))
 }
 
+#[cfg(target_os = "windows")]
 fn sim(e: &rdev::EventType) -> CuResult<()> {
     rdev::simulate(e).map_err(|_| CuError::internal("the OS refused the input event"))
 }
 
+#[cfg(target_os = "windows")]
 fn rdev_key(k: Key) -> Option<rdev::Key> {
     use rdev::Key as R;
     Some(match k {
@@ -305,6 +324,7 @@ fn rdev_key(k: Key) -> Option<rdev::Key> {
     })
 }
 
+#[cfg(target_os = "windows")]
 /// The US-layout key for an ASCII character and whether it needs Shift.
 fn char_key(c: char) -> Option<(rdev::Key, bool)> {
     use rdev::Key as R;
@@ -427,31 +447,12 @@ fn type_unicode(c: char) -> CuResult<()> {
     Ok(())
 }
 
-/// macOS: only the US layout in this build.
-#[cfg(not(target_os = "windows"))]
-fn type_unicode(_c: char) -> CuResult<()> {
-    Err(CuError::unsupported(
-        "type",
-        "characters outside the US layout cannot be typed on this OS in this build; use paste",
-    ))
-}
-
+#[cfg(target_os = "windows")]
 impl Input for Portable {
     /// Windows: SendInput through the virtual screen's origin (rdev ignores it, so its
     /// moves miss whenever a monitor sits left of or above the primary).
     fn move_to(&self, p: [i64; 2]) -> CuResult<()> {
-        #[cfg(target_os = "windows")]
-        return crate::win32::move_pointer(p);
-        #[cfg(not(target_os = "windows"))]
-        sim(&rdev::EventType::MouseMove {
-            x: p[0] as f64,
-            y: p[1] as f64,
-        })
-    }
-
-    /// rdev's macOS simulation has no middle button (it fails the event).
-    fn has_button(&self, b: Button) -> bool {
-        !(self.kind == HostKind::MacOs && b == Button::Middle)
+        crate::win32::move_pointer(p)
     }
 
     fn button(&self, b: Button, down: bool) -> CuResult<()> {
@@ -677,6 +678,7 @@ impl Apps for Portable {
     }
 }
 
+#[cfg(target_os = "windows")]
 impl Clipboard for Portable {
     fn available(&self) -> bool {
         copypasta::ClipboardContext::new().is_ok()

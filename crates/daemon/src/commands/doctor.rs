@@ -618,23 +618,8 @@ fn platform_checks(settings: &Settings, desktop: &Opened) -> Vec<Check> {
             Marker::Warn,
             "no display server reachable under WSL2; computer use unavailable",
         )],
-        Some(Platform::Darwin) => {
-            // This build has no TCC probe: 5.5 says "cannot probe" is a WARN.
-            let probe = "cannot probe in this build; check System Settings > Privacy & Security";
-            vec![
-                iff(cu, "Accessibility", Marker::Warn, probe),
-                iff(cu, "Screen Recording", Marker::Warn, probe),
-                if cu {
-                    check(
-                        "computer_use",
-                        Marker::Warn,
-                        "degraded - missing: Accessibility, Screen Recording (not verified)",
-                    )
-                } else {
-                    check("computer_use", Marker::Info, "not requested in config")
-                },
-            ]
-        }
+        // The trust check with the prompt, so the consent dialog appears once (5.5).
+        Some(Platform::Darwin) => darwin_checks(cu, shim_cu::macos_permissions(true)),
         Some(Platform::Windows) => vec![uac_check(shim_cu::process_elevated())],
         _ => vec![check(
             "platform",
@@ -642,6 +627,53 @@ fn platform_checks(settings: &Settings, desktop: &Opened) -> Vec<Check> {
             format!("{} is not supported", std::env::consts::OS),
         )],
     }
+}
+
+/// The darwin checks of AUDIT_AUTH_CLI.md 5.5 step 6 from the probes (`None`: cannot
+/// probe): `Accessibility` and `Screen Recording` OK when granted, FAIL when not, WARN when
+/// the probe cannot be called, each blocking iff CU; then `computer_use`.
+pub fn darwin_checks(cu: bool, probes: Option<shim_cu::mac::MacPermissions>) -> Vec<Check> {
+    let (ax, screen) = match probes {
+        Some(p) => (p.accessibility, Some(p.screen_recording)),
+        None => (None, None),
+    };
+    let one = |label: &'static str, state: Option<bool>, pane: &str| match state {
+        Some(true) => check(label, Marker::Ok, "granted"),
+        Some(false) => iff(
+            cu,
+            label,
+            Marker::Fail,
+            format!("not granted: System Settings > Privacy & Security > {pane}, add autogpt-shim"),
+        ),
+        None => iff(
+            cu,
+            label,
+            Marker::Warn,
+            "cannot probe; check System Settings > Privacy & Security",
+        ),
+    };
+    let mut missing = Vec::new();
+    if ax != Some(true) {
+        missing.push("Accessibility");
+    }
+    if screen != Some(true) {
+        missing.push("Screen Recording");
+    }
+    vec![
+        one("Accessibility", ax, "Accessibility"),
+        one("Screen Recording", screen, "Screen Recording"),
+        if !cu {
+            check("computer_use", Marker::Info, "not requested in config")
+        } else if missing.is_empty() {
+            check("computer_use", Marker::Ok, "ready")
+        } else {
+            check(
+                "computer_use",
+                Marker::Warn,
+                format!("degraded - missing: {}", missing.join(", ")),
+            )
+        },
+    ]
 }
 
 /// `UAC` (AUDIT_AUTH_CLI.md 5.5): elevated is OK, not elevated INFO (UIPI drops input into

@@ -94,3 +94,51 @@ fn uac_is_ok_when_elevated_and_information_otherwise() {
     assert!(c.detail.contains("unknown"), "{}", c.detail);
     assert!(![true, false].iter().any(|e| uac_check(Some(*e)).blocking));
 }
+
+/// Issue 27 point 1: the darwin checks come from the probes, blocking iff computer use.
+#[test]
+fn darwin_reports_accessibility_and_screen_recording_from_the_probes() {
+    let probes = |ax, screen| {
+        Some(shim_cu::mac::MacPermissions {
+            accessibility: ax,
+            screen_recording: screen,
+            input_monitoring: None,
+        })
+    };
+    let summary = |v: Vec<Check>| -> Vec<(&'static str, Marker, bool)> {
+        v.into_iter()
+            .map(|c| (c.label, c.marker, c.blocking))
+            .collect()
+    };
+    assert_eq!(
+        summary(darwin_checks(true, probes(Some(true), true))),
+        [
+            ("Accessibility", Marker::Ok, false),
+            ("Screen Recording", Marker::Ok, false),
+            ("computer_use", Marker::Ok, false),
+        ]
+    );
+    let v = darwin_checks(true, probes(Some(false), true));
+    assert!(v[0].detail.contains("Privacy & Security > Accessibility"));
+    assert_eq!(v[2].detail, "degraded - missing: Accessibility");
+    assert_eq!(
+        summary(v),
+        [
+            ("Accessibility", Marker::Fail, true),
+            ("Screen Recording", Marker::Ok, false),
+            ("computer_use", Marker::Warn, false),
+        ]
+    );
+    assert_eq!(
+        summary(darwin_checks(true, None)),
+        [
+            ("Accessibility", Marker::Warn, true),
+            ("Screen Recording", Marker::Warn, true),
+            ("computer_use", Marker::Warn, false),
+        ]
+    );
+    // Computer use off: nothing blocks.
+    let off = darwin_checks(false, probes(Some(false), false));
+    assert!(off.iter().all(|c| !c.blocking));
+    assert_eq!(off[2].marker, Marker::Info);
+}

@@ -259,7 +259,8 @@ fn evict_least_recent<V, T: Ord>(map: &mut HashMap<String, V>, max: usize, used:
 }
 
 /// The virtual roots of 9.2: the home folder first, then on Windows the drive roots, on
-/// Unix the mounts under `/media/<user>` and `/run/media/<user>`.
+/// Unix the mounts under `/media/<user>` and `/run/media/<user>`, on macOS the volumes
+/// under `/Volumes`.
 pub(crate) fn virtual_roots(home: Option<&Path>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let push = |p: PathBuf, out: &mut Vec<PathBuf>| {
@@ -289,21 +290,40 @@ pub(crate) fn virtual_roots(home: Option<&Path>) -> Vec<PathBuf> {
     #[cfg(unix)]
     if let Some(user) = home.and_then(|h| h.file_name()).and_then(|n| n.to_str()) {
         for parent in [format!("/media/{user}"), format!("/run/media/{user}")] {
-            if let Ok(rd) = std::fs::read_dir(&parent) {
-                let mut kids: Vec<PathBuf> = rd
-                    .take(SCAN_LIMIT)
-                    .filter_map(Result::ok)
-                    .filter(|e| e.file_name().to_str().is_some_and(acceptable_name))
-                    .filter_map(|e| usable_dir(&e.path()))
-                    .collect();
-                kids.sort();
-                for k in kids {
-                    push(k, &mut out);
-                }
+            for k in mounts_under(Path::new(&parent)) {
+                push(k, &mut out);
             }
         }
     }
+    // macOS: every mounted volume (issue 27 point 6); the boot volume's entry is a link to
+    // `/`, skipped as every link is.
+    #[cfg(target_os = "macos")]
+    for k in mounts_under(Path::new("/Volumes")) {
+        push(k, &mut out);
+    }
     out
+}
+
+#[cfg(unix)]
+/// The usable directories directly under `parent` (a mount parent such as `/Volumes` or
+/// `/media/<user>`), canonical and sorted; hidden and unacceptable names skipped.
+pub(crate) fn mounts_under(parent: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut kids: Vec<PathBuf> = rd
+        .take(SCAN_LIMIT)
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| acceptable_name(n) && !n.starts_with('.'))
+        })
+        .filter_map(|e| usable_dir(&e.path()))
+        .collect();
+    kids.sort();
+    kids.dedup();
+    kids
 }
 
 /// Scans one directory (9.2 navigation step 4-5). `None` = scan failure.

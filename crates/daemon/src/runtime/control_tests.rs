@@ -70,6 +70,26 @@ fn virtual_roots_start_with_home() {
     assert!(virtual_roots(None).is_empty() || virtual_roots(None).len() <= PAGE);
 }
 
+/// Issue 27 point 6: the volumes under a mount parent (`/Volumes` on macOS) are roots: the
+/// directories, sorted and canonical; the boot volume's link to `/`, hidden entries and
+/// plain files are not.
+#[cfg(unix)]
+#[test]
+fn the_volumes_under_a_mount_parent_are_roots_without_links_and_hidden_entries() {
+    let parent = tempfile::tempdir().unwrap();
+    for name in ["Backup", "Archive 2024", ".timemachine"] {
+        std::fs::create_dir(parent.path().join(name)).unwrap();
+    }
+    std::os::unix::fs::symlink("/", parent.path().join("Macintosh HD")).unwrap();
+    std::fs::write(parent.path().join("file"), b"x").unwrap();
+    let canon = std::fs::canonicalize(parent.path()).unwrap();
+    assert_eq!(
+        mounts_under(parent.path()),
+        [canon.join("Archive 2024"), canon.join("Backup")]
+    );
+    assert!(mounts_under(&parent.path().join("absent")).is_empty());
+}
+
 #[test]
 fn a_reference_used_at_exactly_expires_at_is_expired() {
     // 13.11: `expires_at` itself is already past the deadline.

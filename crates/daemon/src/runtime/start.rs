@@ -99,6 +99,30 @@ fn recording_first(settings: &Settings, audit_error: String) -> DaemonError {
     }
 }
 
+/// Writes `DAEMON_PREFLIGHT_FAILED` for the macOS preflight (1.5) and returns the error
+/// that exits 78, also when the audit write fails.
+async fn macos_preflight_failed(audit: &Auditor, missing: &str, code: ErrorCode) -> DaemonError {
+    let hint = "Run `autogpt-shim doctor` and grant Accessibility to autogpt-shim in System Settings > Privacy & Security > Accessibility.";
+    let d = Map::new()
+        .with("missing_permissions", vec![missing])
+        .with("platform", "darwin")
+        .with("hint", hint);
+    let mut r = AuditResult::failed(&code);
+    r.exit_code = Some(78);
+    let ev = AuditEvent::new("DAEMON_PREFLIGHT_FAILED")
+        .details(d)
+        .result(r)
+        .request_id(uuid::Uuid::new_v4().to_string());
+    let written = if audit.write(ev).await.is_ok() {
+        ""
+    } else {
+        " (and the DAEMON_PREFLIGHT_FAILED audit record could not be written)"
+    };
+    DaemonError::Preflight(format!(
+        "computer use is enabled but macOS has not granted {missing}: {hint}{written}"
+    ))
+}
+
 fn platform_name(i: &Identity) -> &'static str {
     i.platform.as_str()
 }
@@ -230,6 +254,15 @@ pub async fn start(settings: Settings, deps: StartDeps) -> Result<(), DaemonErro
         } else {
             " (and the DAEMON_PREFLIGHT_FAILED audit record could not be written)".to_owned()
         }));
+    }
+
+    // Step 3b: the macOS Accessibility preflight (COMPUTER_USE_HW.md 1.5): without trust
+    // macOS drops our input silently, so the daemon does not start (exit 78); the
+    // autostart definition relaunches it once the permission is granted.
+    if settings.enable_computer_use
+        && let Some((missing, code)) = shim_cu::macos_preflight()
+    {
+        return Err(macos_preflight_failed(&audit, missing, code).await);
     }
 
     // Step 4: credentials ([H-12]).
@@ -469,3 +502,7 @@ pub fn legacy_key_from_env() -> Option<(std::path::PathBuf, Secret)> {
         None
     }
 }
+
+#[cfg(test)]
+#[path = "start_tests.rs"]
+mod tests;
