@@ -27,10 +27,10 @@ use axum::response::Response;
 use crate::runtime::console::state::ConsoleState;
 
 /// The frame magic: the first 4 bytes of every binary message.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) const MAGIC: &[u8; 4] = b"AGL1";
 
 /// The largest message the page may send (an input event).
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const MAX_IN: usize = 16 * 1024;
 
 fn plain(status: StatusCode, body: &'static str) -> Response {
