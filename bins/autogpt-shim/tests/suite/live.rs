@@ -600,6 +600,48 @@ async fn in_a_real_browser_the_user_watches_takes_over_clicks_and_hands_back() {
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("console-live.png"), driver.screenshot().await).unwrap();
+
+    // A page on another origin, in the same logged-in browser, cannot open the live view.
+    let console = driver
+        .execute("return location.host;", json!([]))
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let viewers_before = status(&env).await["desktop"]["viewers"]
+        .as_array()
+        .unwrap()
+        .len();
+    driver.goto("data:text/html,<p>another site</p>").await;
+    driver
+        .execute(
+            "window.result = 'pending';
+             const ws = new WebSocket('ws://' + arguments[0] + '/api/live');
+             ws.onopen = () => { window.result = 'opened'; };
+             ws.onmessage = () => { window.result = 'message'; };
+             ws.onerror = () => { if (window.result === 'pending') window.result = 'refused'; };",
+            json!([console]),
+        )
+        .await;
+    let mut result = String::new();
+    for _ in 0..50 {
+        result = driver
+            .execute("return window.result;", json!([]))
+            .await
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        if result != "pending" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(result, "refused", "a foreign page opened the live view");
+    let s = status(&env).await;
+    assert!(
+        s["desktop"]["viewers"].as_array().unwrap().len() <= viewers_before,
+        "{s}"
+    );
     driver.quit();
     drop(rec);
     env.stop(child).await;
