@@ -211,7 +211,7 @@ enum Cmd {
     },
     /// Run a benchmark that prints figures.
     Bench {
-        /// Which: audit, e2e, cu, hw, desktop, net.
+        /// Which: audit, e2e, cu, hw, desktop, live, net.
         what: String,
     },
 }
@@ -299,6 +299,9 @@ fn run(cmd: Cmd) -> Result<()> {
             // The isolated desktop: first screenshot of a session (needs Xvfb, openbox;
             // Xephyr too for its figure).
             "desktop" => bench_with_release_daemon(&root, "bench_desktop"),
+            // The console's live view and take-over on the isolated desktop at 1920x1080
+            // (needs Xvfb, openbox).
+            "live" => bench_with_release_daemon(&root, "bench_live"),
             // Serial through the daemon vs a pty directly; the local-model route per chunk.
             "hw" => bench_with_release_daemon(&root, "bench_hw"),
             // Recovery after a black-holed link: an address change (needs root and `ip`),
@@ -308,7 +311,9 @@ fn run(cmd: Cmd) -> Result<()> {
                 ensure_packages(&["iproute2", "libfaketime"])?;
                 bench_with_release_daemon(&root, "bench_net")
             }
-            other => bail!("unknown benchmark {other:?}; known: audit, e2e, cu, hw, desktop, net"),
+            other => {
+                bail!("unknown benchmark {other:?}; known: audit, e2e, cu, hw, desktop, live, net")
+            }
         },
     }
 }

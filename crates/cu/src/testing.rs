@@ -217,6 +217,18 @@ pub fn intern(c: &RustConnection, name: &str) -> u32 {
         .atom
 }
 
+/// A connection to `display` with an `MIT-MAGIC-COOKIE-1` (the daemon's private desktop).
+pub fn connect_authed(display: &str, cookie: &crate::Cookie) -> (RustConnection, usize) {
+    crate::x11::connect(Some(display), Some(cookie)).unwrap()
+}
+
+/// The cookie in an authority file the daemon wrote for its private desktop (one
+/// `FamilyWild` entry: the cookie is its last 16 bytes).
+pub fn cookie_of(xauthority: &std::path::Path) -> crate::Cookie {
+    let b = std::fs::read(xauthority).unwrap();
+    crate::Cookie(b[b.len() - 16..].to_vec())
+}
+
 /// One event seen by the recorder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rec {
@@ -248,6 +260,16 @@ impl Recorder {
     /// Maps an override-redirect window at `[x, y, w, h]` and gives it the keyboard focus.
     pub fn start(display: &str, geom: [i16; 4]) -> Recorder {
         let (c, n) = RustConnection::connect(Some(display)).unwrap();
+        Recorder::start_on(c, n, geom)
+    }
+
+    /// [`Recorder::start`] on a display that needs `cookie` (the daemon's private desktop).
+    pub fn start_authed(display: &str, cookie: &crate::Cookie, geom: [i16; 4]) -> Recorder {
+        let (c, n) = connect_authed(display, cookie);
+        Recorder::start_on(c, n, geom)
+    }
+
+    fn start_on(c: RustConnection, n: usize, geom: [i16; 4]) -> Recorder {
         let root = c.setup().roots[n].root;
         let w = c.generate_id().unwrap();
         let mask = EventMask::KEY_PRESS

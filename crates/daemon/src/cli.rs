@@ -177,6 +177,16 @@ pub enum Command {
     Resume,
     /// End every running command and its whole process tree now.
     Kill,
+    /// Take the computer-use desktop over from the agent (docs/console.md): its input
+    /// actions, window focus, app launches and clipboard writes are refused until
+    /// `handback`; screenshots stay allowed.
+    Takeover {
+        /// Hand the desktop back on its own after this many seconds.
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<u64>,
+    },
+    /// Give the desktop back to the agent after `takeover`.
+    Handback,
     /// Replace this installation's binaries with the newest signed release (docs/update.md).
     Update {
         /// Only report the installed and the available version.

@@ -55,6 +55,14 @@ pub enum Request {
         /// The chat's session id.
         session_id: String,
     },
+    /// Take the computer-use desktop over from the agent: its input actions, window focus,
+    /// app launches and clipboard writes are refused until `Handback` (or the timeout).
+    Takeover {
+        /// Hand back on its own after this many seconds.
+        timeout_seconds: Option<u64>,
+    },
+    /// Give the desktop back to the agent.
+    Handback,
 }
 
 /// The daemon's answer.
@@ -108,6 +116,8 @@ pub enum IpcErrorKind {
     UnknownSession,
     /// The request needs machine control mode (the daemon serves one legacy session).
     NotInControlMode,
+    /// `Handback` while nobody held the desktop.
+    NotHeld,
 }
 
 /// The live state `status` shows; `status --json` prints it as JSON. Its shape is
@@ -145,6 +155,51 @@ pub struct StatusReport {
     pub audit: AuditStatus,
     /// The most recent errors (newest last, at most [`LAST_ERRORS`]).
     pub last_errors: Vec<ErrorStatus>,
+    /// The desktop computer use drives: who holds it, the agent's last action, who watches.
+    pub desktop: DesktopStatus,
+}
+
+/// The desktop computer use drives (docs/console.md, "Live view and take-over").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DesktopStatus {
+    /// Who took it over from the agent (`console`, `cli`), or `None`: the agent may act.
+    pub held_by: Option<String>,
+    /// When the take-over began, in seconds since the Unix epoch.
+    pub held_since_unix: Option<u64>,
+    /// Seconds until the take-over's timeout hands the desktop back, if one was set.
+    pub seconds_left: Option<u64>,
+    /// The agent's last input action that was carried out.
+    pub last_action: Option<ActionStatus>,
+    /// The live views open now (each one was audited when it opened).
+    pub viewers: Vec<ViewerStatus>,
+}
+
+/// An input action of the agent, as the live view marks it (never the typed text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionStatus {
+    /// The chat that acted.
+    pub session_id: Option<String>,
+    /// The action, e.g. `left_click`, `type`, `key`.
+    pub action: String,
+    /// Where it landed (the click point, the end of a drag), desktop coordinates.
+    pub point: Option<[i64; 2]>,
+    /// The key chord pressed, e.g. `ctrl+s`.
+    pub chord: Option<String>,
+    /// How many characters were typed.
+    pub typed_chars: Option<u64>,
+    /// Milliseconds since it was done.
+    pub age_ms: u64,
+}
+
+/// One open live view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewerStatus {
+    /// Its number (unique while the daemon runs).
+    pub id: u64,
+    /// When it opened, in seconds since the Unix epoch.
+    pub since_unix: u64,
+    /// Frames sent to it so far.
+    pub frames: u64,
 }
 
 /// The version of [`StatusReport`]'s shape.

@@ -199,6 +199,15 @@ pub fn run(cli: Cli) -> u8 {
             commands::local::pause(&socket(), false, &mut std::io::stdout(), &mut stderr)
         }
         Command::Kill => commands::local::kill(&socket(), &mut std::io::stdout(), &mut stderr),
+        Command::Takeover { timeout } => commands::local::takeover(
+            &socket(),
+            Some(*timeout),
+            &mut std::io::stdout(),
+            &mut stderr,
+        ),
+        Command::Handback => {
+            commands::local::takeover(&socket(), None, &mut std::io::stdout(), &mut stderr)
+        }
         Command::Console { no_open } => {
             commands::local::console(&socket(), !*no_open, &mut std::io::stdout(), &mut stderr)
         }

@@ -140,6 +140,12 @@ error_codes! {
     HardwareHandleStale => "HARDWARE_HANDLE_STALE",
     /// PROPOSED hardware: I/O failure.
     HardwareIoFailed => "HARDWARE_IO_FAILED",
+    /// [Rust extension] The local user has taken over the desktop (the web console's "Take
+    /// over", `autogpt-shim takeover`): input, focus, launches and clipboard writes wait for
+    /// the hand-back. A code the platform does not know reaches the model as
+    /// `shim error CODE: MESSAGE`, so the message alone tells it to wait and look again;
+    /// every known code carries advice that would mislead it (overloaded, permission).
+    DesktopInUse => "DESKTOP_IN_USE",
 }
 
 /// Codes the platform synthesises itself; the daemon must never emit them (section 8).

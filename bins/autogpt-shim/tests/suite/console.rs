@@ -26,7 +26,7 @@ use crate::suite::harness::with_op;
 const SID: &str = "console-session";
 
 /// Runs `autogpt-shim console --no-open` and returns the URL (its first line of output).
-async fn console_url(env: &Env) -> String {
+pub(crate) async fn console_url(env: &Env) -> String {
     let (code, out, err) = finish(env.command(&["console", "--no-open"]).spawn().unwrap(), T).await;
     assert_eq!(code, 0, "{out}{err}");
     let url = out.lines().next().unwrap().to_owned();
@@ -281,7 +281,7 @@ async fn the_console_refuses_what_it_must_and_serves_its_own_page() {
 /// A minimal W3C WebDriver client over reqwest (the HTTP client the tests already use):
 /// enough for navigate, find, click, text and screenshot. `chromedriver` is Debian's
 /// `chromium-driver`.
-struct Driver {
+pub(crate) struct Driver {
     http: reqwest::Client,
     base: String,
     session: String,
@@ -293,7 +293,7 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 impl Driver {
     /// Starts chromedriver and a headless Chromium; `None` (the test skips, saying so) when
     /// they are not installed, unless `SHIM_REQUIRE_BROWSER=1` (CI), where it panics.
-    async fn start(profile: &std::path::Path) -> Option<Driver> {
+    pub(crate) async fn start(profile: &std::path::Path) -> Option<Driver> {
         let exe = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
             .into_iter()
             .map(PathBuf::from)
@@ -369,7 +369,12 @@ impl Driver {
         })
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    pub(crate) async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Value {
         let url = format!("{}/session/{}{path}", self.base, self.session);
         let mut req = self.http.request(method, url);
         if let Some(b) = body {
@@ -382,13 +387,13 @@ impl Driver {
         v["value"].clone()
     }
 
-    async fn goto(&self, url: &str) {
+    pub(crate) async fn goto(&self, url: &str) {
         self.call(reqwest::Method::POST, "/url", Some(json!({"url": url})))
             .await;
     }
 
     /// The element matching `css`, if any.
-    async fn find(&self, css: &str) -> Option<String> {
+    pub(crate) async fn find(&self, css: &str) -> Option<String> {
         let v = self
             .call(
                 reqwest::Method::POST,
@@ -400,7 +405,7 @@ impl Driver {
     }
 
     /// Waits until `css` matches and its text contains `text`; returns the element.
-    async fn wait_for(&self, css: &str, text: &str) -> String {
+    pub(crate) async fn wait_for(&self, css: &str, text: &str) -> String {
         let mut last = String::new();
         for _ in 0..150 {
             if let Some(e) = self.find(css).await {
@@ -416,7 +421,7 @@ impl Driver {
         panic!("{css} never showed {text:?} (last: {last:?}); page {url}: {page}");
     }
 
-    async fn text(&self, element: &str) -> String {
+    pub(crate) async fn text(&self, element: &str) -> String {
         self.call(
             reqwest::Method::GET,
             &format!("/element/{element}/text"),
@@ -428,7 +433,7 @@ impl Driver {
         .to_owned()
     }
 
-    async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         let e = self
             .find(css)
             .await
@@ -443,7 +448,7 @@ impl Driver {
         assert!(r.is_null(), "click on {css}: {r}");
     }
 
-    async fn screenshot(&self) -> Vec<u8> {
+    pub(crate) async fn screenshot(&self) -> Vec<u8> {
         use base64::Engine as _;
         let v = self.call(reqwest::Method::GET, "/screenshot", None).await;
         base64::engine::general_purpose::STANDARD
@@ -451,8 +456,46 @@ impl Driver {
             .unwrap()
     }
 
+    /// Runs `script` (a function body; `arguments` holds `args`) in the page; its result.
+    pub(crate) async fn execute(&self, script: &str, args: Value) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({"script": script, "args": args})),
+        )
+        .await
+    }
+
+    /// A real left click (pointer actions) at viewport point (`x`, `y`).
+    pub(crate) async fn click_at(&self, x: i64, y: i64) {
+        let actions = json!({"actions": [{"type": "pointer", "id": "mouse",
+        "parameters": {"pointerType": "mouse"}, "actions": [
+            {"type": "pointerMove", "duration": 0, "x": x, "y": y, "origin": "viewport"},
+            {"type": "pointerDown", "button": 0},
+            {"type": "pointerUp", "button": 0},
+        ]}]});
+        let r = self
+            .call(reqwest::Method::POST, "/actions", Some(actions))
+            .await;
+        assert!(r.is_null(), "click at ({x}, {y}): {r}");
+    }
+
+    /// Types `text` into `css` (key events on the focused element).
+    pub(crate) async fn type_into(&self, css: &str, text: &str) {
+        let e = self
+            .find(css)
+            .await
+            .unwrap_or_else(|| panic!("nothing matches {css}"));
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{e}/value"),
+            Some(json!({"text": text})),
+        )
+        .await;
+    }
+
     /// Ends the session and the browser (see the `Drop` impl).
-    fn quit(self) {
+    pub(crate) fn quit(self) {
         drop(self);
     }
 }

@@ -83,7 +83,7 @@ fn descendants(pid: u32) -> Vec<(u32, String)> {
     out
 }
 
-fn desktop_procs(daemon: u32) -> Vec<(u32, String)> {
+pub(crate) fn desktop_procs(daemon: u32) -> Vec<(u32, String)> {
     descendants(daemon)
         .into_iter()
         .filter(|(_, n)| DESKTOP.contains(&n.as_str()))
@@ -111,7 +111,7 @@ async fn all_gone(pids: &[(u32, String)]) -> bool {
 }
 
 /// The display the X server `pid` listens on: its listening Unix socket's path.
-fn served_display(pid: u32) -> Option<String> {
+pub(crate) fn served_display(pid: u32) -> Option<String> {
     let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .ok()?
         .flatten()

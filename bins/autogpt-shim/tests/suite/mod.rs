@@ -20,6 +20,8 @@ mod hw;
 #[cfg(target_os = "linux")]
 mod isolated;
 mod legacy;
+#[cfg(target_os = "linux")]
+mod live;
 mod llm;
 mod net;
 #[cfg(target_os = "linux")]

@@ -3,6 +3,7 @@
 //! windows, `/proc` applications and a selection owner for the clipboard.
 
 mod clipboard;
+pub mod live;
 
 pub(crate) use clipboard::notify_requestor;
 mod keysyms;

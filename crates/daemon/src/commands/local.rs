@@ -155,6 +155,33 @@ pub fn pause(socket: &Path, pause: bool, out: &mut dyn Write, err: &mut dyn Writ
     }
 }
 
+/// `takeover [--timeout SECONDS]` (`Some(timeout)`) or `handback` (`None`).
+pub fn takeover(
+    socket: &Path,
+    takeover: Option<Option<u64>>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let r = match takeover {
+        Some(timeout_seconds) => Request::Takeover { timeout_seconds },
+        None => Request::Handback,
+    };
+    match send(socket, &r, out, err) {
+        Ok(_) => {
+            let said = match takeover {
+                Some(Some(s)) => format!(
+                    "You hold the desktop: the agent's input is refused until `autogpt-shim handback` (or {s} s from now)."
+                ),
+                Some(None) => "You hold the desktop: the agent's input is refused until `autogpt-shim handback`.".to_owned(),
+                None => "Handed back: the agent may use the desktop again.".to_owned(),
+            };
+            let _ = writeln!(out, "{said}");
+            EXIT_OK
+        }
+        Err(code) => code,
+    }
+}
+
 /// `kill`: ends every running command now.
 pub fn kill(socket: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match send(socket, &Request::Kill, out, err) {
@@ -288,6 +315,23 @@ pub fn print_status(s: &StatusReport, out: &mut dyn Write) {
         if let Some(why) = &c.last_disconnect {
             let _ = writeln!(out, "    last disconnect: {why}");
         }
+    }
+    let d = &s.desktop;
+    if let Some(by) = &d.held_by {
+        let _ = writeln!(
+            out,
+            "Desktop: taken over by the local user ({by}); agent input is refused{}",
+            d.seconds_left
+                .map(|l| format!(" for {l} s more"))
+                .unwrap_or_else(|| " until `autogpt-shim handback`".to_owned())
+        );
+    }
+    if !d.viewers.is_empty() {
+        let _ = writeln!(
+            out,
+            "Live views of the desktop open: {} (web console)",
+            d.viewers.len()
+        );
     }
     if s.operations.is_empty() {
         let _ = writeln!(out, "Operations in flight: none");

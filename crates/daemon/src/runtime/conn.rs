@@ -1350,7 +1350,8 @@ async fn handle(
         }
         m if crate::runtime::cu::is_cu(ty) => {
             let max = conn.negotiated.limits.max_file_size_bytes;
-            match crate::runtime::cu::handle(&rt.machine.cu, &rt.cu, &rt.audit, max, id, &m).await {
+            let (cu, chat) = (&rt.machine.cu, conn.session_id());
+            match crate::runtime::cu::handle(cu, &rt.cu, &rt.audit, max, id, chat, &m).await {
                 Some(r) => r.map(Some),
                 None => Ok(Some(crate::runtime::cu::not_enabled())),
             }

@@ -44,6 +44,8 @@ pub(crate) struct CuMachine {
     open: OpenOptions,
     cfg: EngineConfig,
     engine: Mutex<Option<Arc<Engine>>>,
+    /// Who holds the desktop (take-over), the agent's last action, the live viewers.
+    pub(crate) desk: Arc<crate::runtime::desk::Desk>,
     /// The isolated desktop, shared by the sessions that use it (each holds it strongly,
     /// so it stops when the last of them ends); starts are serialized here.
     #[cfg(target_os = "linux")]
@@ -69,6 +71,7 @@ impl CuMachine {
                 masked_regions: s.computer_use_masked_regions.clone(),
             },
             engine: Mutex::new(None),
+            desk: Arc::default(),
             #[cfg(target_os = "linux")]
             isolated: tokio::sync::Mutex::new(std::sync::Weak::new()),
         }
@@ -140,6 +143,31 @@ impl CuMachine {
         Ok(e)
     }
 
+    /// Where the live view looks now: the running isolated desktop (input from the page
+    /// allowed), or the user's (or named) display; `None` when computer use is off or the
+    /// isolated desktop is not running.
+    #[cfg(target_os = "linux")]
+    pub(crate) async fn live_target(&self) -> Option<LiveTarget> {
+        if !self.enabled {
+            return None;
+        }
+        if self.mode == DisplayMode::Isolated {
+            let iso = self.isolated.lock().await.upgrade()?;
+            return Some(LiveTarget {
+                display: Some(iso.display.clone()),
+                cookie: Some(iso.cookie().clone()),
+                private: true,
+                masks: self.cfg.masked_regions.clone(),
+            });
+        }
+        Some(LiveTarget {
+            display: self.open.display.clone(),
+            cookie: None,
+            private: false,
+            masks: self.cfg.masked_regions.clone(),
+        })
+    }
+
     /// The engine if the desktop is usable now (blocking: may connect to X).
     fn probe(&self) -> Option<Arc<Engine>> {
         if !self.enabled {
@@ -168,6 +196,20 @@ impl CuMachine {
             }
         }
     }
+}
+
+/// The display a live view watches.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone)]
+pub(crate) struct LiveTarget {
+    /// The X display (`None`: `DISPLAY`).
+    pub(crate) display: Option<String>,
+    /// Its cookie (the isolated desktop's).
+    pub(crate) cookie: Option<shim_cu::Cookie>,
+    /// The daemon's private desktop: the page may send input to it during a take-over.
+    pub(crate) private: bool,
+    /// `computer_use_masked_regions`, blacked out in every frame.
+    pub(crate) masks: Vec<[i64; 4]>,
 }
 
 /// Which engine serves a connection's requests.
@@ -278,18 +320,30 @@ fn reply(r: Reply) -> Message {
 
 /// Serves one computer-use request on a data connection whose grant includes
 /// `computer_use`. `None` when computer use was not advertised on this connection.
+///
+/// While the local user holds the desktop ([`crate::runtime::desk`]) a request that acts on
+/// it is refused with `DESKTOP_IN_USE` (audited) before the engine sees it. `chat` is the
+/// session id of the connection, for the live view's marker of the last action.
 pub(crate) async fn handle(
     machine: &Arc<CuMachine>,
     session: &Arc<CuSession>,
     audit: &Auditor,
     max_file_size: u64,
     id: &str,
+    chat: Option<&str>,
     msg: &Message,
 ) -> Option<Result<Message, AuditFailed>> {
     let (served, features) = session.advertised.lock().ok()?.clone()?;
     let req = request(msg)?;
     let op = req.op();
     let mode = machine.mode();
+    if machine.desk.held() && crate::runtime::desk::acts(&req) {
+        return Some(refuse_held(audit, id, op, mode).await);
+    }
+    let action = match &req {
+        Request::Input(a) => Some(a.clone()),
+        _ => None,
+    };
     let engine = match served {
         Served::Engine(e) => e,
         #[cfg(target_os = "linux")]
@@ -343,10 +397,33 @@ pub(crate) async fn handle(
     if let Err(e) = record(audit, id, &outcome, false, mode).await {
         return Some(Err(e));
     }
+    if let (Some(a), Ok(_)) = (&action, &outcome.reply) {
+        machine.desk.note_action(chat, a);
+    }
     Some(Ok(match outcome.reply {
         Ok(r) => reply(r),
         Err(e) => Message::Error(e.to_payload()),
     }))
+}
+
+/// The `DESKTOP_IN_USE` refusal of `op`, audited like every computer-use refusal.
+async fn refuse_held(
+    audit: &Auditor,
+    id: &str,
+    op: &'static str,
+    mode: &'static str,
+) -> Result<Message, AuditFailed> {
+    let err = crate::runtime::desk::refusal();
+    let outcome = shim_cu::engine::Outcome {
+        reply: Err(err.clone()),
+        audit: Some(shim_cu::engine::AuditRecord {
+            op,
+            details: serde_json::Map::new(),
+            duration: Duration::ZERO,
+        }),
+    };
+    record(audit, id, &outcome, false, mode).await?;
+    Ok(Message::Error(err.to_payload()))
 }
 
 /// The engine's outcome, or an internal error when the blocking work produced none.

@@ -122,6 +122,11 @@ pub(crate) struct Isolated {
 }
 
 impl Isolated {
+    /// The cookie that admits a client (the live view's own connection).
+    pub(crate) fn cookie(&self) -> &shim_cu::Cookie {
+        &self._auth.cookie
+    }
+
     /// Whether the server and the window manager still run and the engine's connection
     /// answers.
     pub(crate) fn alive(&self) -> bool {

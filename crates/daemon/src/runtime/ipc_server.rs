@@ -25,6 +25,7 @@ use crate::ipc::Request;
 use crate::ipc::Response;
 use crate::runtime::console::ConsoleSlot;
 use crate::runtime::control::Control;
+use crate::runtime::desk;
 use crate::runtime::machine::Machine;
 use crate::runtime::steer;
 
@@ -256,6 +257,22 @@ async fn handle(
         },
         Request::AlwaysAllow { id } => return steer::always_allow(machine, id, "cli").await,
         Request::Detach { session_id } => return detach(machine, control, &session_id).await,
+        Request::Takeover { timeout_seconds } => {
+            let desk = &machine.cu.desk;
+            let timeout = timeout_seconds.map(std::time::Duration::from_secs);
+            desk::take_over(desk, &machine.audit, "cli", timeout)
+                .await
+                .ok()?;
+            Response::Done
+        }
+        Request::Handback => match desk::hand_back(&machine.cu.desk, &machine.audit, "cli").await {
+            Ok(true) => Response::Done,
+            Ok(false) => error(
+                IpcErrorKind::NotHeld,
+                "the desktop is not taken over; the agent already has it".to_owned(),
+            ),
+            Err(_) => return None,
+        },
     })
 }
 

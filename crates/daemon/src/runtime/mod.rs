@@ -38,6 +38,7 @@ pub(crate) mod console;
 pub(crate) mod control;
 pub(crate) mod cu;
 pub(crate) mod data;
+pub(crate) mod desk;
 #[cfg(target_os = "linux")]
 pub(crate) mod desktop;
 #[cfg(windows)]

@@ -66,5 +66,6 @@ pub(crate) async fn snapshot_within(
             bytes: audit.bytes,
         },
         last_errors: errors,
+        desktop: machine.cu.desk.status(),
     }
 }

@@ -158,6 +158,24 @@ fn sample_status() -> shim_daemon::ipc::StatusReport {
             code: "PATH_NOT_FOUND".into(),
             message: "No such file: notes.txt".into(),
         }],
+        desktop: DesktopStatus {
+            held_by: Some("console".into()),
+            held_since_unix: Some(1764633500),
+            seconds_left: Some(240),
+            last_action: Some(ActionStatus {
+                session_id: Some("3f0c9a52-chat".into()),
+                action: "left_click".into(),
+                point: Some([640, 412]),
+                chord: None,
+                typed_chars: None,
+                age_ms: 2100,
+            }),
+            viewers: vec![ViewerStatus {
+                id: 1,
+                since_unix: 1764633450,
+                frames: 312,
+            }],
+        },
     }
 }
 

@@ -5,7 +5,9 @@
 //! * a body over [`MAX_BODY`] bytes is refused with 413 before it is read;
 //! * everything but the login page and the static assets needs the session cookie;
 //! * a request that changes something (any method but GET and HEAD) also needs an `Origin`
-//!   header equal to the console's own origin (no cross-site request forgery);
+//!   header equal to the console's own origin (no cross-site request forgery); so does the
+//!   live view's WebSocket ([`LIVE`]), a GET that browsers send from any page with the
+//!   page's `Origin` (no cross-site WebSocket hijacking);
 //! * every answer carries a strict Content-Security-Policy (no inline script), `nosniff`,
 //!   no referrer, no caching, no framing; there are no CORS headers, so no other origin
 //!   can read an answer.
@@ -34,6 +36,9 @@ pub(crate) const MAX_BODY: usize = 4096;
 
 /// The Content-Security-Policy of every answer.
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The live view's WebSocket path.
+pub(crate) const LIVE: &str = "/api/live";
 
 /// Why a request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +120,7 @@ pub(crate) fn check(
     if !open_to_all && !logged_in {
         return Err(Refusal::NoSession);
     }
-    if !safe {
+    if !safe || path == LIVE {
         let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
         if origin != Some(format!("http://{addr}").as_str()) {
             return Err(Refusal::CrossOrigin);

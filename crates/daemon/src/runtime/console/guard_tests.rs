@@ -136,3 +136,45 @@ fn the_policy_allows_no_inline_script() {
     assert!(!CSP.contains("unsafe-eval"));
     assert!(CSP.contains("default-src 'none'"));
 }
+
+#[test]
+fn the_live_view_needs_the_cookie_and_the_consoles_own_origin_although_it_is_a_get() {
+    let l = Logins::default();
+    let c = format!("{COOKIE}={}", session(&l));
+    let ok = headers(&[
+        ("host", "127.0.0.1:4567"),
+        ("cookie", &c),
+        ("origin", "http://127.0.0.1:4567"),
+    ]);
+    assert_eq!(check(addr(), &l, &Method::GET, LIVE, &ok), Ok(()));
+    for origin in [
+        None,
+        Some("http://evil.example"),
+        Some("null"),
+        Some("http://localhost:4567"),
+    ] {
+        let mut pairs = vec![("host", "127.0.0.1:4567"), ("cookie", c.as_str())];
+        if let Some(o) = origin {
+            pairs.push(("origin", o));
+        }
+        assert_eq!(
+            check(addr(), &l, &Method::GET, LIVE, &headers(&pairs)),
+            Err(Refusal::CrossOrigin),
+            "{origin:?}"
+        );
+    }
+    let no_cookie = headers(&[
+        ("host", "127.0.0.1:4567"),
+        ("origin", "http://127.0.0.1:4567"),
+    ]);
+    assert_eq!(
+        check(addr(), &l, &Method::GET, LIVE, &no_cookie),
+        Err(Refusal::NoSession)
+    );
+    // Other GETs still need no Origin.
+    let plain = headers(&[("host", "127.0.0.1:4567"), ("cookie", &c)]);
+    assert_eq!(
+        check(addr(), &l, &Method::GET, "/api/state", &plain),
+        Ok(())
+    );
+}

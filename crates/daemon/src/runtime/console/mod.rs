@@ -6,6 +6,8 @@
 //! * `guard`: the checks every request passes (Host, cookie, Origin, body size, headers).
 //! * `words`: the audit log in plain words.
 //! * `routes`: the pages, the event stream and the buttons.
+//! * `live`: the live view of the desktop (a WebSocket) and the user's input during a
+//!   take-over.
 
 use std::net::Ipv4Addr;
 use std::net::SocketAddr;
@@ -16,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::runtime::machine::Machine;
 
 pub(crate) mod guard;
+pub(crate) mod live;
 pub(crate) mod routes;
 pub(crate) mod state;
 pub(crate) mod words;

@@ -79,6 +79,9 @@ pub(crate) fn router(st: Arc<ConsoleState>, stop: CancellationToken) -> Router {
         .route("/api/kill", post(kill_all))
         .route("/api/pause", post(pause))
         .route("/api/resume", post(resume))
+        .route("/api/takeover", post(takeover))
+        .route("/api/handback", post(handback))
+        .route("/api/live", get(crate::runtime::console::live::live))
         .layer(axum::middleware::from_fn_with_state(
             st.clone(),
             crate::runtime::console::guard::guard,
@@ -313,4 +316,39 @@ async fn pause(State(st): State<Arc<ConsoleState>>) -> Response {
 
 async fn resume(State(st): State<Arc<ConsoleState>>) -> Response {
     set_paused(&st, false).await
+}
+
+#[derive(Deserialize)]
+struct TakeoverQuery {
+    /// Hand back on its own after this many seconds.
+    timeout: Option<u64>,
+}
+
+/// "Take over": the agent's input is refused until "Hand back" (or the timeout).
+async fn takeover(State(st): State<Arc<ConsoleState>>, Query(q): Query<TakeoverQuery>) -> Response {
+    let cu = &st.machine.cu;
+    let timeout = q.timeout.map(Duration::from_secs);
+    match crate::runtime::desk::take_over(&cu.desk, &st.machine.audit, "console", timeout).await {
+        Ok(()) => text(StatusCode::OK, "ok\n"),
+        Err(_) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the audit log failed; the daemon is stopping\n",
+        ),
+    }
+}
+
+/// "Hand back": the agent may use the desktop again.
+async fn handback(State(st): State<Arc<ConsoleState>>) -> Response {
+    let cu = &st.machine.cu;
+    match crate::runtime::desk::hand_back(&cu.desk, &st.machine.audit, "console").await {
+        Ok(true) => text(StatusCode::OK, "ok\n"),
+        Ok(false) => text(
+            StatusCode::CONFLICT,
+            "the desktop is not taken over; the agent already has it\n",
+        ),
+        Err(_) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the audit log failed; the daemon is stopping\n",
+        ),
+    }
 }

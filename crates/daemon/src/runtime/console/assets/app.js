@@ -145,6 +145,8 @@ function render(v) {
   });
   $("audit").replaceChildren(...lines);
 
+  renderDesk(v);
+
   const screen = $("screen");
   screen.hidden = !(v.computer_use && v.screenshot !== null);
   if (!screen.hidden) {
@@ -167,7 +169,178 @@ function connect() {
   };
 }
 
+// ---- live view and take-over (docs/console.md) ----
+
+const desk = { ws: null, screen: null, input: false, held: false, last: null, drawing: Promise.resolve() };
+
+function renderDesk(v) {
+  $("desk").hidden = !v.computer_use;
+  const d = v.status.desktop;
+  desk.held = d.held_by !== null;
+  desk.last = d.last_action;
+  $("holder").textContent = desk.held ? "you hold the desktop (" + d.held_by + ")" : "the agent has the desktop";
+  $("holder").className = "pill " + (desk.held ? "bad" : "ok");
+  $("takeover").disabled = desk.held;
+  $("handback").disabled = !desk.held;
+  $("livecanvas").classList.toggle("held", desk.held && desk.input);
+  const a = d.last_action;
+  let said = "";
+  if (a) {
+    said = "Last agent action" + (a.session_id ? " (chat " + a.session_id + ")" : "") + ": " + a.action;
+    if (a.chord) said += " " + a.chord;
+    if (a.typed_chars !== null) said += ", typed " + a.typed_chars + " characters";
+    if (a.point) said += " at (" + a.point[0] + ", " + a.point[1] + ")";
+    said += ", " + seconds(a.age_ms) + " ago";
+  }
+  $("last-action").textContent = said;
+  placeMarker();
+}
+
+function placeMarker() {
+  const m = $("marker");
+  const c = $("livecanvas");
+  const a = desk.last;
+  if (!a || !a.point || !desk.screen || !desk.ws) {
+    m.hidden = true;
+    return;
+  }
+  m.hidden = false;
+  m.style.left = (a.point[0] * c.clientWidth) / desk.screen[0] + "px";
+  m.style.top = (a.point[1] * c.clientHeight) / desk.screen[1] + "px";
+}
+
+// One frame: "AGL1", a 4-byte big-endian header length, the JSON header, then the JPEG
+// tiles in header order.
+async function drawFrame(buf) {
+  const bytes = new Uint8Array(buf);
+  if (bytes.length < 8 || String.fromCharCode(...bytes.slice(0, 4)) !== "AGL1") return;
+  const n = new DataView(buf).getUint32(4);
+  const head = JSON.parse(new TextDecoder().decode(bytes.slice(8, 8 + n)));
+  const c = $("livecanvas");
+  if (c.width !== head.screen[0] || c.height !== head.screen[1]) {
+    c.width = head.screen[0];
+    c.height = head.screen[1];
+  }
+  desk.screen = head.screen;
+  const ctx = c.getContext("2d");
+  let off = 8 + n;
+  for (const t of head.tiles) {
+    const blob = new Blob([bytes.slice(off, off + t.bytes)], { type: "image/jpeg" });
+    off += t.bytes;
+    const bmp = await createImageBitmap(blob);
+    ctx.drawImage(bmp, t.x, t.y);
+    bmp.close();
+  }
+  c.dataset.frames = String(Number(c.dataset.frames || "0") + 1);
+  c.dataset.seq = String(head.seq);
+  placeMarker();
+}
+
+function watch() {
+  if (desk.ws) {
+    desk.ws.close();
+    return;
+  }
+  const ws = new WebSocket("ws://" + location.host + "/api/live");
+  ws.binaryType = "arraybuffer";
+  desk.ws = ws;
+  $("watch").textContent = "Stop watching";
+  $("desk-state").textContent = "Connecting…";
+  ws.onmessage = (e) => {
+    if (typeof e.data === "string") {
+      const m = JSON.parse(e.data);
+      if (m.type === "hello") {
+        desk.input = m.input;
+        $("desk-state").textContent = m.input
+          ? "Watching the private desktop. Take over to use it with your mouse and keyboard here."
+          : "Watching your own display. Take over, then use your own mouse and keyboard.";
+      } else {
+        $("desk-state").textContent = m.message;
+      }
+      return;
+    }
+    desk.drawing = desk.drawing.then(() => drawFrame(e.data)).catch(() => {});
+  };
+  ws.onclose = () => {
+    desk.ws = null;
+    desk.screen = null;
+    $("watch").textContent = "Watch live";
+    $("desk-state").textContent = "Not watching.";
+    placeMarker();
+  };
+}
+
+function send(ev) {
+  if (desk.ws && desk.ws.readyState === WebSocket.OPEN && desk.held && desk.input) {
+    desk.ws.send(JSON.stringify(ev));
+    return true;
+  }
+  return false;
+}
+
+// The canvas shows the desktop scaled: a point on it is scaled back to desktop pixels.
+function point(e) {
+  const c = $("livecanvas");
+  const r = c.getBoundingClientRect();
+  return {
+    x: Math.round(((e.clientX - r.left) * c.width) / r.width),
+    y: Math.round(((e.clientY - r.top) * c.height) / r.height),
+  };
+}
+
+const BUTTONS = ["left", "middle", "right"];
+
+function chord(e) {
+  const named = { Enter: "enter", Tab: "tab", Escape: "escape", Backspace: "backspace", Delete: "delete",
+    ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right", Home: "home", End: "end",
+    PageUp: "pageup", PageDown: "pagedown", " ": "space" };
+  let k = named[e.key] || (/^F\d{1,2}$/.test(e.key) ? e.key.toLowerCase() : null);
+  const mods = [];
+  if (e.ctrlKey) mods.push("ctrl");
+  if (e.altKey) mods.push("alt");
+  if (e.metaKey) mods.push("super");
+  if (!k && e.key.length === 1 && mods.length > 0) k = e.key.toLowerCase();
+  if (!k) return null;
+  if (e.shiftKey && (named[e.key] || mods.length > 0)) mods.push("shift");
+  return mods.concat([k]).join("+");
+}
+
+function wireCanvas() {
+  const c = $("livecanvas");
+  c.addEventListener("mousemove", (e) => {
+    if (desk.held) send(Object.assign({ type: "move" }, point(e)));
+  });
+  c.addEventListener("mousedown", (e) => {
+    c.focus();
+    if (send(Object.assign({ type: "move" }, point(e)))) {
+      send({ type: "button", button: BUTTONS[e.button] || "left", down: true });
+      e.preventDefault();
+    }
+  });
+  c.addEventListener("mouseup", (e) => {
+    if (send(Object.assign({ type: "move" }, point(e)))) {
+      send({ type: "button", button: BUTTONS[e.button] || "left", down: false });
+      e.preventDefault();
+    }
+  });
+  c.addEventListener("contextmenu", (e) => {
+    if (desk.held && desk.input) e.preventDefault();
+  });
+  c.addEventListener("wheel", (e) => {
+    if (send({ type: "wheel", direction: e.deltaY < 0 ? "up" : "down" })) e.preventDefault();
+  }, { passive: false });
+  c.addEventListener("keydown", (e) => {
+    const ch = chord(e);
+    const sent = ch ? send({ type: "key", chord: ch }) : e.key.length === 1 && send({ type: "text", text: e.key });
+    if (sent) e.preventDefault();
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  $("watch").addEventListener("click", watch);
+  $("takeover").addEventListener("click", () => act("/api/takeover", "You hold the desktop: the agent's input is refused until you hand it back."));
+  $("handback").addEventListener("click", () => act("/api/handback", "Handed back: the agent may use the desktop again."));
+  wireCanvas();
   $("pause").addEventListener("click", () => act("/api/pause", "Paused: new operations are refused."));
   $("resume").addEventListener("click", () => act("/api/resume", "Resumed."));
   $("kill-all").addEventListener("click", () => act("/api/kill", "Ended every running command."));
