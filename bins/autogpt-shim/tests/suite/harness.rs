@@ -198,7 +198,12 @@ impl Env {
     }
 
     pub(crate) fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_autogpt-shim"));
+        self.command_of(Path::new(env!("CARGO_BIN_EXE_autogpt-shim")), args)
+    }
+
+    /// [`Env::command`] for another copy of the binary at `program`.
+    pub(crate) fn command_of(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
         c.args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

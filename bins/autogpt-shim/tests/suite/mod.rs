@@ -34,7 +34,6 @@ pub(crate) mod sandbox;
 mod sandbox_corpus;
 #[cfg(unix)]
 mod status;
-#[cfg(unix)]
 mod update;
 #[cfg(windows)]
 mod windows;
