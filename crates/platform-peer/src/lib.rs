@@ -15,6 +15,7 @@
 //! [`ollama`] is a scriptable Ollama stand-in for the local-model route.
 
 mod connection;
+mod counted;
 pub mod oauth;
 pub mod ollama;
 mod server;
