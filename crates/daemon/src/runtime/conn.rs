@@ -1419,10 +1419,12 @@ type WsStream = tokio_tungstenite::WebSocketStream<
 /// than its bytes do on any link (chosen with `cargo xtask bench e2e`, see docs/network.md).
 const COMPRESS_THRESHOLD: usize = 1024;
 
-/// The deflate level of outgoing messages: 1, the fastest. Screenshots are already
-/// compressed (PNG, JPEG) and only their base64 redundancy is left to take; text (file
-/// contents, command output) loses most of its size already at level 1.
-const COMPRESS_LEVEL: u32 = 1;
+/// The deflate level of outgoing messages: 2. zlib-rs at level 1 codes literals with the
+/// static Huffman table (8-9 bits each), which leaves base64 at its full size: on issue 29's
+/// scene a PNG screenshot's 620 KB of base64 left the daemon as 599 KB at level 1
+/// (`cargo xtask bench cu`). Level 2 is the fastest with dynamic codes, which win back the
+/// 6-bits-a-character redundancy of base64 and most of text's.
+const COMPRESS_LEVEL: u32 = 2;
 type WsSink = futures_util::stream::SplitSink<WsStream, tungstenite::Message>;
 type WsSource = futures_util::stream::SplitStream<WsStream>;
 
