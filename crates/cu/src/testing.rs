@@ -487,3 +487,141 @@ impl Drop for ClipOwner {
         self.stop.store(true, Ordering::SeqCst);
     }
 }
+
+/// The desktop of issue 29's screenshot measurements, on an Xvfb of any size (made for
+/// 1920x1080): a large xterm full of log text, a digital clock that changes every second,
+/// and a window showing a photo-like image (smooth gradients, edges and sensor-like noise,
+/// which compresses like a photograph and unlike UI). Its processes and windows live as long
+/// as the returned guard (and the server).
+pub struct Scene {
+    _conn: RustConnection,
+}
+
+impl Scene {
+    /// Builds the scene on `x` and waits until it is drawn.
+    pub fn start(x: &Xvfb) -> Scene {
+        let c = x.conn();
+        let screen = &c.setup().roots[0];
+        let (sw, sh) = (screen.width_in_pixels, screen.height_in_pixels);
+        run(
+            &x.display,
+            "xsetroot",
+            &["-mod", "4", "4", "-fg", "#336699", "-bg", "#ddeeff"],
+        );
+        // A log that scrolls past: timestamps, levels, ids, paths, durations.
+        let log = "i=0; while [ $i -lt 4000 ]; do \
+            printf '2026-12-05T00:%02d:%02d.%03dZ %-5s worker-%d request_id=%08x GET /api/v1/items/%d?page=%d status=%d in %dms\\n' \
+            $((i/60%60)) $((i%60)) $((i*37%1000)) \
+            $( [ $((i%7)) -eq 0 ] && echo WARN || echo INFO ) $((i%8)) $((i*2654435761%4294967296)) \
+            $((i*13)) $((i%9)) $( [ $((i%11)) -eq 0 ] && echo 500 || echo 200 ) $((i*7%250)); \
+            i=$((i+1)); done; sleep 3600";
+        let cols = (u32::from(sw) * 2 / 3 / 6).to_string();
+        let rows = (u32::from(sh) / 13).saturating_sub(2).to_string();
+        x.spawn(
+            "xterm",
+            &[
+                "-geometry",
+                &format!("{cols}x{rows}+0+0"),
+                "-bg",
+                "black",
+                "-fg",
+                "#c0c0c0",
+                "-e",
+                "sh",
+                "-c",
+                log,
+            ],
+        );
+        x.spawn(
+            "xclock",
+            &[
+                "-digital",
+                "-update",
+                "1",
+                "-geometry",
+                &format!("300x60+{}+20", sw.saturating_sub(320)),
+            ],
+        );
+        // The photo-like window, right of the log, below the clock: 600x600 on 1920x1080 (a
+        // picture in a viewer). Its grain (5 levels a channel) is what photographs keep at
+        // screen size; with it, the encoder issue 29 replaced (png, `Compression::Fast`)
+        // writes about 1.1 MB here, close to the 1,133 KB base64 (850 KB) it measured.
+        let pw = (i32::from(sw) * 5 / 16).max(16) as u16;
+        let ph = (i32::from(sh) * 5 / 9).max(16) as u16;
+        let (px, py) = (i32::from(sw) - i32::from(pw) - 10, 100);
+        let depth = screen.root_depth;
+        let root = screen.root;
+        let pix = c.generate_id().unwrap();
+        c.create_pixmap(depth, pix, root, pw, ph).unwrap();
+        let gc = c.generate_id().unwrap();
+        c.create_gc(gc, pix, &x11rb::protocol::xproto::CreateGCAux::new())
+            .unwrap();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut noise = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 5) as f32 - 2.0
+        };
+        let strip = 16u16;
+        for y0 in (0..ph).step_by(usize::from(strip)) {
+            let hh = strip.min(ph - y0);
+            let mut data = Vec::with_capacity(usize::from(pw) * usize::from(hh) * 4);
+            for y in y0..y0 + hh {
+                for xx in 0..pw {
+                    let (fx, fy) = (f32::from(xx) / f32::from(pw), f32::from(y) / f32::from(ph));
+                    // Sky, hills and a sun: smooth fields with edges, plus grain.
+                    let hill = 0.6 + 0.1 * (fx * 9.0).sin() + 0.05 * (fx * 23.0).cos();
+                    let (mut r, mut g, mut b) = if fy < hill {
+                        (90.0 + 80.0 * fy, 140.0 + 60.0 * fy, 230.0 - 40.0 * fy)
+                    } else {
+                        let t = (fx * 40.0 + fy * 30.0).sin() * 0.5 + 0.5;
+                        (40.0 + 50.0 * t, 110.0 + 60.0 * t * fy, 30.0 + 20.0 * t)
+                    };
+                    let d = ((fx - 0.7).powi(2) + (fy - 0.2).powi(2)).sqrt();
+                    if d < 0.08 {
+                        (r, g, b) = (255.0, 230.0, 150.0 + 400.0 * d);
+                    }
+                    let n = noise();
+                    let px = |v: f32| (v + n).clamp(0.0, 255.0) as u8;
+                    data.extend_from_slice(&[px(b), px(g), px(r), 0]);
+                }
+            }
+            c.put_image(
+                x11rb::protocol::xproto::ImageFormat::Z_PIXMAP,
+                pix,
+                gc,
+                pw,
+                hh,
+                0,
+                y0 as i16,
+                0,
+                depth,
+                &data,
+            )
+            .unwrap();
+        }
+        let w = c.generate_id().unwrap();
+        c.create_window(
+            0,
+            w,
+            root,
+            px as i16,
+            py as i16,
+            pw,
+            ph,
+            0,
+            WindowClass::INPUT_OUTPUT,
+            0,
+            &CreateWindowAux::new()
+                .override_redirect(1)
+                .background_pixmap(pix),
+        )
+        .unwrap();
+        c.map_window(w).unwrap();
+        c.sync().unwrap();
+        // Let the xterm print its log and the clock draw itself.
+        std::thread::sleep(Duration::from_secs(3));
+        Scene { _conn: c }
+    }
+}

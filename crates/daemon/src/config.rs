@@ -34,6 +34,9 @@ const KEYS: &[(&str, Kind)] = &[
     // the *_PROXY variables.
     ("tls_ca_file", Kind::Path),
     ("proxy", Kind::Str),
+    // [addition] Offer permessage-deflate (RFC 7692) on the platform connection
+    // (docs/network.md); on by default.
+    ("websocket_compression", Kind::Bool),
     // [addition] An OpenID Connect issuer instead of the fixed endpoints (docs/daemon.md).
     ("oauth_issuer", Kind::Str),
     ("session_id", Kind::Str),
@@ -250,6 +253,8 @@ pub struct Settings {
     pub platform_oauth_url: Option<String>,
     /// `allow_insecure_platform_url`.
     pub allow_insecure_platform_url: bool,
+    /// `websocket_compression`: offer `permessage-deflate` on the platform connection.
+    pub websocket_compression: bool,
     /// `oauth_client_id`.
     pub oauth_client_id: String,
     /// `oauth_redirect_port`.
@@ -1108,6 +1113,7 @@ fn resolve(
         platform_ws_url,
         platform_oauth_url,
         allow_insecure_platform_url: allow_insecure,
+        websocket_compression: raw.bool("websocket_compression", true),
         oauth_client_id,
         oauth_redirect_port,
         tls_ca_file,

@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::SinkExt;
@@ -16,7 +18,6 @@ use shim_protocol::messages::handshake::Hello;
 use shim_protocol::messages::handshake::HelloAck;
 use shim_protocol::messages::handshake::RevokeReason;
 use shim_protocol::messages::handshake::SessionRevoked;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::sync::oneshot;
 use tokio_tungstenite::WebSocketStream;
@@ -25,7 +26,9 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::PeerError;
+use crate::counted::Counted;
 use crate::server::Shared;
+use shim_ws_deflate::DeflateStream;
 
 /// A terminal response and the non-terminal chunks that preceded it.
 #[derive(Debug, Clone)]
@@ -62,11 +65,13 @@ pub struct Connection {
     pending: Arc<Mutex<HashMap<String, Pending>>>,
     unsolicited: tokio::sync::Mutex<mpsc::UnboundedReceiver<Frame>>,
     closed: tokio::sync::Mutex<oneshot::Receiver<Option<(u16, String)>>>,
+    received: Arc<AtomicU64>,
 }
 
 impl Connection {
     pub(crate) fn spawn(
-        ws: WebSocketStream<TcpStream>,
+        ws: WebSocketStream<DeflateStream<Counted>>,
+        received: Arc<AtomicU64>,
         shared: Arc<Shared>,
         route: Route,
         session_id: Option<String>,
@@ -94,7 +99,15 @@ impl Connection {
             pending,
             unsolicited: tokio::sync::Mutex::new(unsolicited_rx),
             closed: tokio::sync::Mutex::new(closed_rx),
+            received,
         }
+    }
+
+    /// The bytes read off this connection's socket so far (the upgrade request included):
+    /// WebSocket framing included, and compressed if the frames were (what the platform
+    /// receives on the wire, not payload sizes).
+    pub fn bytes_received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
     }
 
     /// Stops reading the socket, as a hung platform would: nothing more is received, and
@@ -243,7 +256,7 @@ impl Connection {
 }
 
 async fn run(
-    mut ws: WebSocketStream<TcpStream>,
+    mut ws: WebSocketStream<DeflateStream<Counted>>,
     shared: Arc<Shared>,
     mut out: mpsc::UnboundedReceiver<Outbound>,
     unsolicited: mpsc::UnboundedSender<Frame>,

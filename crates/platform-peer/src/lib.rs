@@ -16,6 +16,7 @@
 //! relay whose open connections can be black-holed (a half-open link).
 
 mod connection;
+mod counted;
 pub mod oauth;
 pub mod ollama;
 pub mod relay;

@@ -32,8 +32,11 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::PeerError;
 use crate::connection::Connection;
+use crate::counted::Counted;
 use crate::oauth::OAuthState;
 use crate::oauth::Scripted;
+use shim_ws_deflate::DeflateStream;
+use shim_ws_deflate::Role;
 
 const WS_PREFIX: &str = "/ws/local-executor";
 
@@ -90,6 +93,9 @@ pub struct PeerConfig {
     /// Accept the PROPOSED hardware responses (COMPUTER_USE_HW.md 9.2 P9), as a platform
     /// that added them to its relay allowlists would; off like today's platform.
     pub proposed_hardware: bool,
+    /// Accept `permessage-deflate` (RFC 7692) within these limits, as the platform's
+    /// server does; `None` declines it (frames travel uncompressed).
+    pub compression: Option<shim_ws_deflate::ServerLimits>,
 }
 
 impl Default for PeerConfig {
@@ -103,6 +109,7 @@ impl Default for PeerConfig {
             ack: AckConfig::default(),
             hello_timeout: Duration::from_secs(10),
             proposed_hardware: false,
+            compression: Some(shim_ws_deflate::ServerLimits::default()),
         }
     }
 }
@@ -426,7 +433,12 @@ fn check_upgrade(
     Ok(session)
 }
 
-async fn close(ws: &mut WebSocketStream<TcpStream>, shared: &Shared, code: u16, reason: &str) {
+async fn close(
+    ws: &mut WebSocketStream<DeflateStream<Counted>>,
+    shared: &Shared,
+    code: u16,
+    reason: &str,
+) {
     shared.reject(code, reason);
     let frame = CloseFrame {
         code: CloseCode::from(code),
@@ -440,9 +452,25 @@ async fn close(ws: &mut WebSocketStream<TcpStream>, shared: &Shared, code: u16, 
 async fn handshake(stream: TcpStream, shared: Arc<Shared>) -> Option<Connection> {
     let config = shared.config();
     let mut route_session: Result<Option<String>, (u16, &'static str)> = Ok(None);
-    let callback = |req: &Request, resp: Response| match check_upgrade(req, &config) {
+    let callback = |req: &Request, mut resp: Response| match check_upgrade(req, &config) {
         Ok(s) => {
             route_session = Ok(s);
+            // permessage-deflate, as the platform's server (uvicorn) accepts it.
+            if let Some(limits) = &config.compression {
+                let offers = req
+                    .headers()
+                    .get_all("sec-websocket-extensions")
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if let Some((_, answer)) =
+                    shim_ws_deflate::negotiate::server_accept(&offers, limits)
+                    && let Ok(v) = answer.parse()
+                {
+                    resp.headers_mut().insert("sec-websocket-extensions", v);
+                }
+            }
             Ok(resp)
         }
         Err((status, reason)) => {
@@ -453,6 +481,18 @@ async fn handshake(stream: TcpStream, shared: Arc<Shared>) -> Option<Connection>
     let ws_config = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES));
+    let stream = Counted::new(stream);
+    let received = stream.received();
+    let stream = DeflateStream::new(
+        stream,
+        Role::Server,
+        shim_ws_deflate::Options {
+            offered: true,
+            compress_threshold: 1024,
+            level: 1,
+            max_message_size: MAX_FRAME_BYTES,
+        },
+    );
     let ws =
         tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(ws_config)).await;
     let session = match route_session {
@@ -573,7 +613,9 @@ async fn handshake(stream: TcpStream, shared: Arc<Shared>) -> Option<Connection>
     let text =
         frame::encode_platform(&ack_id, crate::now_ts(), &Message::HelloAck(ack.clone())).ok()?;
     ws.send(tungstenite::Message::text(text)).await.ok()?;
-    Some(Connection::spawn(ws, shared, route, session, hello, ack))
+    Some(Connection::spawn(
+        ws, received, shared, route, session, hello, ack,
+    ))
 }
 
 /// 5.2 step 1: returns the HELLO id and payload, or the 4400 reason.

@@ -1002,3 +1002,47 @@ async fn a_file_operation_cancelled_by_a_lost_connection_is_still_audited() {
     env.verify_audit();
     env.assert_no_violations();
 }
+
+/// permessage-deflate (issue 29): with the platform accepting it, a 1 MB text `FILE_READ`
+/// reaches the platform compressed; `websocket_compression = false`, or a platform that
+/// declines, sends it plain. Bytes counted as the peer reads them off its socket.
+#[tokio::test]
+async fn large_frames_travel_compressed_unless_turned_off() {
+    let text: String = (0..20_000)
+        .map(|i| {
+            format!(
+                "2026-12-05T00:00:{:02} INFO worker-{} request {i} done in {}ms\n",
+                i % 60,
+                i % 8,
+                i % 250
+            )
+        })
+        .collect();
+    let mut wire = Vec::new();
+    for (setting, peer_accepts) in [("true", true), ("false", true), ("true", false)] {
+        let mut config = PeerConfig::default();
+        if !peer_accepts {
+            config.compression = None;
+        }
+        let env = Env::new(config).await;
+        let mut cmd = env.legacy_command(SID, &[]);
+        cmd.env("AUTOGPT_SHIM_WEBSOCKET_COMPRESSION", setting);
+        let child = cmd.spawn().unwrap();
+        let conn = env.next().await;
+        let path = format!("{}/big.log", env.root_str());
+        std::fs::write(&path, &text).unwrap();
+        let before = conn.bytes_received();
+        let r = conn.request(read(&path), T).await.unwrap();
+        match &r.frame.message {
+            Message::FileContents(c) => assert_eq!(c.content, text),
+            other => panic!("{other:?}"),
+        }
+        wire.push(conn.bytes_received() - before);
+        env.stop(child).await;
+        env.assert_no_violations();
+    }
+    let len = text.len() as u64;
+    assert!(wire[0] < len / 4, "compressed: {} bytes for {len}", wire[0]);
+    assert!(wire[1] > len, "turned off: {} bytes for {len}", wire[1]);
+    assert!(wire[2] > len, "declined: {} bytes for {len}", wire[2]);
+}

@@ -671,19 +671,53 @@ impl Runtime {
             let config = WebSocketConfig::default()
                 .max_message_size(Some(MAX_FRAME_BYTES))
                 .max_frame_size(Some(MAX_FRAME_BYTES));
+            let offer = s.websocket_compression;
+            if offer {
+                req.headers_mut().insert(
+                    "sec-websocket-extensions",
+                    tungstenite::http::HeaderValue::from_static(
+                        shim_ws_deflate::negotiate::CLIENT_OFFER,
+                    ),
+                );
+            }
             let net = self.machine.net.clone();
             let parsed = parsed.clone();
             let attempt = tokio::time::timeout(s.tuning.handshake_timeout, async move {
-                // Direct or through the proxy, then TLS with the one trust store.
+                // Direct or through the proxy, then TLS with the one trust store, then
+                // permessage-deflate (under tungstenite, which has no extensions).
                 let tcp = net.connect(&parsed).await.map_err(ConnectError::Net)?;
-                tokio_tungstenite::client_async_tls_with_config(
-                    req,
-                    tcp,
-                    Some(config),
-                    Some(tokio_tungstenite::Connector::Rustls(net.tls())),
-                )
-                .await
-                .map_err(ConnectError::Ws)
+                let stream = if parsed.scheme() == "wss" {
+                    let host = parsed
+                        .host_str()
+                        .unwrap_or_default()
+                        .trim_matches(['[', ']']);
+                    let name =
+                        rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|e| {
+                            ConnectError::Ws(tungstenite::Error::Url(
+                                tungstenite::error::UrlError::UnableToConnect(e.to_string()),
+                            ))
+                        })?;
+                    let tls = tokio_rustls::TlsConnector::from(net.tls())
+                        .connect(name, tcp)
+                        .await
+                        .map_err(|e| ConnectError::Ws(tungstenite::Error::Io(e)))?;
+                    tokio_tungstenite::MaybeTlsStream::Rustls(tls)
+                } else {
+                    tokio_tungstenite::MaybeTlsStream::Plain(tcp)
+                };
+                let stream = shim_ws_deflate::DeflateStream::new(
+                    stream,
+                    shim_ws_deflate::Role::Client,
+                    shim_ws_deflate::Options {
+                        offered: offer,
+                        compress_threshold: COMPRESS_THRESHOLD,
+                        level: COMPRESS_LEVEL,
+                        max_message_size: MAX_FRAME_BYTES,
+                    },
+                );
+                tokio_tungstenite::client_async_with_config(req, stream, Some(config))
+                    .await
+                    .map_err(ConnectError::Ws)
             });
             let r = tokio::select! {
                 r = attempt => r,
@@ -691,7 +725,10 @@ impl Runtime {
                 () = self.machine.shutdown.cancelled() => return Err(ConnEnd::Terminal(Outcome::Stopped)),
             };
             match r {
-                Ok(Ok((ws, _))) => return Ok(ws),
+                Ok(Ok((ws, _))) => {
+                    tracing::debug!(permessage_deflate = ?ws.get_ref().params(), "upgraded");
+                    return Ok(ws);
+                }
                 Ok(Err(ConnectError::Net(e))) => {
                     tracing::warn!(error = %e, url, "connect failed; will retry");
                     return Err(ConnEnd::Unreachable(e.trouble(), e.to_string()));
@@ -1383,8 +1420,20 @@ enum ConnectError {
     Ws(tungstenite::Error),
 }
 
-type WsStream =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type WsStream = tokio_tungstenite::WebSocketStream<
+    shim_ws_deflate::DeflateStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+>;
+
+/// Messages below this size travel uncompressed: deflating a small frame costs more time
+/// than its bytes do on any link (chosen with `cargo xtask bench e2e`, see docs/network.md).
+const COMPRESS_THRESHOLD: usize = 1024;
+
+/// The deflate level of outgoing messages: 2. zlib-rs at level 1 codes literals with the
+/// static Huffman table (8-9 bits each), which leaves base64 at its full size: on issue 29's
+/// scene a PNG screenshot's 620 KB of base64 left the daemon as 599 KB at level 1
+/// (`cargo xtask bench cu`). Level 2 is the fastest with dynamic codes, which win back the
+/// 6-bits-a-character redundancy of base64 and most of text's.
+const COMPRESS_LEVEL: u32 = 2;
 type WsSink = futures_util::stream::SplitSink<WsStream, tungstenite::Message>;
 type WsSource = futures_util::stream::SplitStream<WsStream>;
 
