@@ -363,7 +363,7 @@ pub(crate) fn repro(root: &Path, profile: &str) -> Result<()> {
     )?;
     let second = second_target.join("dist");
     let mut differ = Vec::new();
-    // Everything the second run wrote (archive, .deb, sums, install.sh); SHA256SUMS and its
+    // Everything the second run wrote (archive, .deb, sums, installers); SHA256SUMS and its
     // signature only when the first run, too, built only the host's files.
     let read_sums = |d: &Path| std::fs::read_to_string(d.join("SHA256SUMS")).unwrap_or_default();
     let same_set = read_sums(&first).lines().count() == read_sums(&second).lines().count();
@@ -600,9 +600,11 @@ fn dist_in(
     // are made from it, and the package managers check the archives' sums themselves).
     let manifests = crate::manifests::write(&out, version)?;
     write_sums(&out)?;
-    // The installer is published beside the archives (its default base URL is theirs).
-    std::fs::copy(root.join("install.sh"), out.join("install.sh"))
-        .context("cannot copy install.sh into target/dist")?;
+    // The installers are published beside the archives (their default base URL is theirs).
+    for script in ["install.sh", "install.ps1"] {
+        std::fs::copy(root.join(script), out.join(script))
+            .with_context(|| format!("cannot copy {script} into target/dist"))?;
+    }
     println!("xtask: dist (profile {profile}) in {}:", out.display());
     println!("xtask:   package manifests: {}", manifests.join(", "));
     match key {

@@ -120,19 +120,36 @@ fn each_target_ships_its_own_install_page() {
 }
 
 #[test]
-fn install_sh_trusts_the_release_key_of_shim_release() {
+fn the_checker_source_is_cut_out_of_install_ps1() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let script = std::fs::read_to_string(root.join("install.sh")).unwrap();
-    let line = script
-        .lines()
-        .find(|l| l.starts_with("RELEASE_KEY="))
-        .expect("install.sh sets RELEASE_KEY");
-    let key = line.trim_start_matches("RELEASE_KEY=").trim_matches('"');
-    assert_eq!(
-        key,
-        shim_release::RELEASE_PUBLIC_KEY.unwrap_or(""),
-        "install.sh and shim_release::RELEASE_PUBLIC_KEY must name the same key"
-    );
+    let script = std::fs::read_to_string(root.join("install.ps1")).unwrap();
+    let source = crate::installer::ps1_checker_source(&script).unwrap();
+    assert!(source.starts_with("using System;"), "{source:.40}");
+    assert!(source.contains("public static string Verify("));
+    assert!(source.trim_end().ends_with('}'));
+    assert!(crate::installer::ps1_checker_source("no here-string").is_err());
+    assert!(crate::installer::ps1_checker_source("$VerifierSource = @'\nusing System;").is_err());
+}
+
+#[test]
+fn the_installers_trust_the_release_key_of_shim_release() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    for (file, prefix, quote) in [
+        ("install.sh", "RELEASE_KEY=", '"'),
+        ("install.ps1", "$ReleaseKey = ", '\''),
+    ] {
+        let script = std::fs::read_to_string(root.join(file)).unwrap();
+        let line = script
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{file} sets {prefix}"));
+        let key = line.trim_start_matches(prefix).trim_matches(quote);
+        assert_eq!(
+            key,
+            shim_release::RELEASE_PUBLIC_KEY.unwrap_or(""),
+            "{file} and shim_release::RELEASE_PUBLIC_KEY must name the same key"
+        );
+    }
 }
 
 #[test]

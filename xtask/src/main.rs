@@ -82,6 +82,10 @@ const TEST_PACKAGES: &[&str] = &[
     "util-linux",
     // The stock minisign checks what `dist` signs (the release signature step of `ci`).
     "minisign",
+    // install.ps1's own signature checker (C#) is compiled with Mono's C# 5 compiler and run
+    // on every signature attack (`installer-test`): no PowerShell can be installed here.
+    "mono-mcs",
+    "libmono-system-numerics4.0-cil",
     // install.sh and the workflows' `run:` scripts (through actionlint).
     "shellcheck",
 ];
@@ -94,6 +98,20 @@ const LIBRARY_CRATES: &[&str] = &[
     "shim-audit",
     "shim-exec",
     "shim-auth",
+];
+
+/// The crates `cargo install autogpt-shim` builds besides [`LIBRARY_CRATES`] (issue 31, point
+/// 7): published too, in dependency order after them, so that the binary installs from
+/// crates.io. Unlike the library crates they promise no stable API (no baseline check).
+const INSTALLED_CRATES: &[&str] = &[
+    "shim-release",
+    "shim-ws-deflate",
+    "shim-cu",
+    "shim-hw",
+    "shim-platform-peer",
+    "shim-daemon",
+    "autogpt-shim",
+    "shim-audit-cli",
 ];
 
 /// The commit whose public API of [`LIBRARY_CRATES`] their current versions must stay
@@ -195,8 +213,14 @@ enum Cmd {
     /// architecture, and the same files as the .deb.
     RpmTest,
     /// Test install.sh against a local HTTP server serving the last `dist --throwaway-key`
-    /// run's target/dist: the genuine release installs, every attack is refused.
-    InstallerTest,
+    /// run's target/dist: the genuine release installs, every attack is refused; and
+    /// install.ps1's signature checker (C#, under Mono) on every signature attack.
+    InstallerTest {
+        /// Instead: run install.ps1 itself (Windows PowerShell or pwsh, on Windows) against
+        /// a release folder made from this checkout's debug build, with the same attacks.
+        #[arg(long)]
+        ps1: bool,
+    },
     /// Regenerate the checked-in generated files (the protocol's JSON schema).
     Codegen {
         /// Only check that the checked-in files match the code; fail if they do not.
@@ -277,7 +301,8 @@ fn run(cmd: Cmd) -> Result<()> {
         Cmd::CheckSignature => dist::check_signature_with_minisign(&root),
         Cmd::DebTest => deb::deb_test(&root),
         Cmd::RpmTest => rpm::rpm_test(&root),
-        Cmd::InstallerTest => installer::installer_test(&root),
+        Cmd::InstallerTest { ps1: false } => installer::installer_test(&root),
+        Cmd::InstallerTest { ps1: true } => installer::installer_test_ps1(&root),
         Cmd::Repro { profile } => dist::repro(&root, &profile),
         Cmd::Codegen { check } => codegen::codegen(&root, check),
         Cmd::Fuzz { target, time } => {
@@ -490,7 +515,7 @@ fn ci(root: &Path) -> Result<()> {
         dist::check_signature_with_minisign(root)
     })?;
     step(
-        "install.sh from a local server, and the attacks it refuses",
+        "install.sh from a local server, the attacks it refuses, install.ps1's checker",
         || installer::installer_test(root),
     )?;
     step(
@@ -539,7 +564,10 @@ fn ci(root: &Path) -> Result<()> {
     })?;
     step("library docs", library_docs)?;
     step("library crates build alone", library_build_alone)?;
-    step("library crates publish (dry run)", library_publish_dry_run)?;
+    step(
+        "crates publish (dry run): the libraries and all autogpt-shim needs",
+        library_publish_dry_run,
+    )?;
     step("library API against the baseline", library_api)?;
     step("library API check catches a removed item", || {
         library_api_self_test(root)
@@ -669,7 +697,10 @@ fn library(root: &Path, only: Option<&str>) -> Result<()> {
         step("library crates build alone", library_build_alone)?;
     }
     if wanted("publish") {
-        step("library crates publish (dry run)", library_publish_dry_run)?;
+        step(
+            "crates publish (dry run): the libraries and all autogpt-shim needs",
+            library_publish_dry_run,
+        )?;
     }
     if wanted("api") {
         step("library API against the baseline", library_api)?;
@@ -680,8 +711,8 @@ fn library(root: &Path, only: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-/// Package metadata of the workspace: exactly [`LIBRARY_CRATES`] are publishable, each with
-/// the fields crates.io shows, and each declares as `rust-version` (MSRV) the toolchain that
+/// Package metadata of the workspace: exactly [`LIBRARY_CRATES`] and [`INSTALLED_CRATES`] are
+/// publishable, each with the fields crates.io shows, and each declares as `rust-version` (MSRV) the toolchain that
 /// rust-toolchain.toml pins, which is the one every CI step builds and tests with (so the
 /// MSRV is what CI tests; bumping the pin means bumping `rust-version`).
 fn library_metadata(root: &Path) -> Result<()> {
@@ -716,16 +747,16 @@ fn library_metadata(root: &Path) -> Result<()> {
     let mut problems = Vec::new();
     for p in packages {
         let name = p["name"].as_str().unwrap_or("?");
-        let library = LIBRARY_CRATES.contains(&name);
+        let published = LIBRARY_CRATES.contains(&name) || INSTALLED_CRATES.contains(&name);
         // `publish = false` is an empty registry list; absent (null) means crates.io.
         let publishable = p["publish"].is_null();
-        if publishable != library {
+        if publishable != published {
             problems.push(format!(
-                "{name}: publish must be {} (only {LIBRARY_CRATES:?} are published)",
-                if library { "allowed" } else { "false" }
+                "{name}: publish must be {} (only {LIBRARY_CRATES:?} and {INSTALLED_CRATES:?} are published)",
+                if published { "allowed" } else { "false" }
             ));
         }
-        if !library {
+        if !published {
             continue;
         }
         for field in ["description", "license", "repository", "readme"] {
@@ -778,13 +809,14 @@ fn library_build_alone() -> Result<()> {
     Ok(())
 }
 
-/// `cargo publish --dry-run` of [`LIBRARY_CRATES`] together (cargo's multi-package publish):
-/// each is packaged and its package built against the others' packages, as crates.io would.
-/// Needs the crates.io index (the registry is reachable from CI).
+/// `cargo publish --dry-run` of [`LIBRARY_CRATES`] and [`INSTALLED_CRATES`] together (cargo's
+/// multi-package publish, which orders them by dependency): each is packaged and its package
+/// built against the others' packages, as crates.io and then `cargo install autogpt-shim`
+/// would. Needs the crates.io index (the registry is reachable from CI).
 fn library_publish_dry_run() -> Result<()> {
     // --allow-dirty: a developer's uncommitted edits are checked too; CI's clone is clean.
     let mut args = vec!["publish", "--dry-run", "--allow-dirty"];
-    for p in LIBRARY_CRATES {
+    for p in LIBRARY_CRATES.iter().chain(INSTALLED_CRATES) {
         args.extend(["-p", p]);
     }
     cargo(&args)
