@@ -27,9 +27,14 @@
 //!   step 4 puts one before every audited response), and spawning `true` from a tokio
 //!   runtime with its output piped, as the executor does (the floor of `EXECUTE_COMMAND`);
 //! * `EXECUTE_COMMAND true` again on daemons with the shell sandbox `off` and with
-//!   `workspace-write` + `deny` (issue 14).
+//!   `workspace-write` + `deny` (issue 14);
+//! * compression (issue 29): p50 round trips of `FILE_STAT`, a 4 KiB `FILE_READ`, a 64 KiB
+//!   `FILE_WRITE` and a 1 MB `FILE_READ` of log text on a daemon that does not offer
+//!   `permessage-deflate` (`AUTOGPT_SHIM_WEBSOCKET_COMPRESSION=false`) and on one that does
+//!   (the default; the peer accepts it as the platform does), with the bytes the peer read
+//!   off the socket for the 1 MB read.
 //!
-//! It then prints every target of issue 17 with its measured value and PASS/FAIL.
+//! It then prints every target of issues 17 and 29 with its measured value and PASS/FAIL.
 //!
 //! Environment: `BENCH_E2E_ITERS` (sequential requests per kind and run, default 1000; a
 //! quarter of that for writes and commands), `BENCH_E2E_SECS` (each throughput phase,
@@ -112,6 +117,14 @@ struct Daemon<'a> {
 }
 
 impl Daemon<'_> {
+    /// This daemon with `env` on top of the bench's settings.
+    fn with(&self, env: Vec<(&'static str, &'static str)>) -> Self {
+        Daemon {
+            env,
+            ..self.clone()
+        }
+    }
+
     fn command(&self, store: &Store) -> Res<tokio::process::Command> {
         self.command_in(store, false)
     }
@@ -708,6 +721,50 @@ async fn start_chats(
     Ok((child, control, conns))
 }
 
+/// The file operations the compression phase times, in [`Run::compression`] order.
+const COMPRESSION_OPS: [&str; 4] = [
+    "FILE_STAT",
+    "FILE_READ 4 KiB",
+    "FILE_WRITE 64 KiB",
+    "FILE_READ 1 MB of log text",
+];
+
+/// `COMPRESSION_OPS`' p50s on one daemon, and the bytes the peer read off the socket per
+/// 1 MB read.
+#[derive(Default, Clone, Copy)]
+struct Compression {
+    p50: [Duration; 4],
+    wire_1m: u64,
+}
+
+/// About `len` bytes of log text, the same every run: timestamps, levels, request ids and
+/// durations that vary from line to line as a real service log's do.
+fn log_text(len: usize) -> String {
+    let mut out = String::with_capacity(len + 200);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut i = 0u64;
+    while out.len() < len {
+        // xorshift: cheap numbers that do not repeat, so deflate has real work.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let level = ["INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR"][(x % 6) as usize];
+        out.push_str(&format!(
+            "2026-12-05T03:{:02}:{:02}.{:03}Z {level:<5} worker-{} request {:016x} {} /api/v1/items/{} took {} ms\n",
+            (i / 60) % 60,
+            i % 60,
+            x % 1000,
+            x % 8,
+            x,
+            ["GET", "POST", "PUT"][((x >> 8) % 3) as usize],
+            (x >> 16) % 100_000,
+            (x >> 40) % 900,
+        ));
+        i += 1;
+    }
+    out
+}
+
 /// The figures of one run.
 #[derive(Default, Clone)]
 struct Run {
@@ -735,6 +792,8 @@ struct Run {
     mixed_cpu: Cpu,
     chats_cpu: Cpu,
     loaded_hwm_kib: u64,
+    /// Compression off, then on (the default).
+    compression: [Compression; 2],
 }
 
 /// One run: the legacy daemon (latencies, throughput on one connection), then the
@@ -831,16 +890,63 @@ async fn one_run(
             &mut run.exec_confined,
         ),
     ] {
-        let d = Daemon {
-            env,
-            ..daemon.clone()
-        };
-        let (mut child, conn, _) = d.start(peer, store).await?;
+        let (child, conn, _) = daemon.with(env).start(peer, store).await?;
         *out = exec_true(&conn, iters).await?;
-        let _ = child.start_kill();
-        let _ = child.wait().await;
+        stop(child).await;
+    }
+
+    // Compression off, then on (issue 29: file operations no slower with it on).
+    let [off, on] = &mut run.compression;
+    for (env, out) in [
+        (vec![("AUTOGPT_SHIM_WEBSOCKET_COMPRESSION", "false")], off),
+        (Vec::new(), on),
+    ] {
+        let (child, conn, _) = daemon.with(env).start(peer, store).await?;
+        *out = compression_phase(&conn, root, iters).await?;
+        stop(child).await;
     }
     Ok(run)
+}
+
+/// Kills a daemon and reaps it.
+async fn stop(mut child: tokio::process::Child) {
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+}
+
+/// [`COMPRESSION_OPS`] one at a time on `conn`.
+async fn compression_phase(conn: &Connection, root: &str, iters: u64) -> Res<Compression> {
+    use shim_protocol::MessageType as M;
+    let mut c = Compression::default();
+    c.p50[0] = sequential(conn, iters, M::FileStatResponse, |i| {
+        Load::Stat.request(root, 0, i).0
+    })
+    .await?
+    .0;
+    c.p50[1] = sequential(conn, iters, M::FileContents, |i| {
+        Load::Read4k.request(root, 0, i).0
+    })
+    .await?
+    .0;
+    c.p50[2] = sequential(conn, (iters / 4).max(4), M::Ack, |i| {
+        Load::Write64k.request(root, 0, i).0
+    })
+    .await?
+    .0;
+    let read_1m = || {
+        Message::FileRead(FileRead {
+            path: format!("{root}/log-1m.txt"),
+            encoding: ContentEncoding::Utf8,
+            format: ReadFormat::Text,
+            offset: 0,
+            length: None,
+        })
+    };
+    let n = (iters / 20).max(4);
+    let before = conn.bytes_received();
+    c.p50[3] = sequential(conn, n, M::FileContents, |_| read_1m()).await?.0;
+    c.wire_1m = (conn.bytes_received() - before) / n;
+    Ok(c)
 }
 
 fn median_by<T: PartialOrd + Copy>(runs: &[Run], f: impl Fn(&Run) -> T) -> T {
@@ -873,6 +979,7 @@ async fn main() -> Res<()> {
     let root = std::fs::canonicalize(dir.path().join("root"))?;
     let root_s = root.to_str().ok_or("root path is not UTF-8")?.to_owned();
     std::fs::write(root.join("4k.txt"), "a".repeat(4096))?;
+    std::fs::write(root.join("log-1m.txt"), log_text(1_000_000))?;
     let peer = Peer::start(PeerConfig::default()).await?;
     // Where the audit log goes: the temp dir, or BENCH_E2E_AUDIT_DIR (e.g. /dev/shm to see
     // what the per-record fsync of AUDIT_AUTH_CLI.md 1.11 costs on this disk).
@@ -1099,7 +1206,29 @@ async fn main() -> Res<()> {
             "  start to HELLO with the OS keychain: not measured (no Secret Service; `cargo xtask bench e2e` provides one)"
         ),
     }
-    println!("  targets (issue 17)");
+    // Compression (issue 29): each operation's median p50 with compression on may exceed the
+    // one with it off by at most 10 % or 20 µs, whichever is more (the spread of this
+    // bench between runs is about that).
+    println!("  compression (issue 29): p50 off / on (messages under 1 KiB are sent uncompressed)");
+    for (k, op) in COMPRESSION_OPS.iter().enumerate() {
+        let off = median_by(&all, |r| r.compression[0].p50[k]);
+        let on = median_by(&all, |r| r.compression[1].p50[k]);
+        println!("    {op:<36} {:>10} / {}", us(off), us(on));
+        let allowed = off + (off / 10).max(Duration::from_micros(20));
+        rows.push((
+            format!("{op} p50, compression on"),
+            us(on),
+            format!("<= off + max(10 %, 20 µs) = {}", us(allowed)),
+            on <= allowed,
+        ));
+    }
+    let wire = |k: usize| median_by(&all, |r| r.compression[k].wire_1m);
+    println!(
+        "    1 MB of log text read: {} KB off the socket without compression, {} KB with",
+        wire(0) / 1000,
+        wire(1) / 1000
+    );
+    println!("  targets (issues 17 and 29)");
     for (name, value, target, ok) in &rows {
         println!("    {name:<36} {value:>18}   {target:<44} {}", verdict(*ok));
     }
