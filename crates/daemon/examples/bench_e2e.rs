@@ -730,11 +730,23 @@ const COMPRESSION_OPS: [&str; 4] = [
 ];
 
 /// `COMPRESSION_OPS`' p50s on one daemon, and the bytes the peer read off the socket per
-/// 1 MB read.
+/// request (what the user's uplink carries).
 #[derive(Default, Clone, Copy)]
 struct Compression {
     p50: [Duration; 4],
-    wire_1m: u64,
+    wire: [u64; 4],
+}
+
+/// The uplink the issue's arithmetic uses (29: "on a 10 Mbit/s uplink the bytes alone cost
+/// 0.9 s per step"), in bytes a second.
+const UPLINK_BYTES_PER_SEC: f64 = 10e6 / 8.0;
+
+impl Compression {
+    /// What the user waits for operation `k` on that uplink: the loopback p50 plus the time
+    /// its bytes take on the uplink.
+    fn on_uplink(&self, k: usize) -> Duration {
+        self.p50[k] + Duration::from_secs_f64(self.wire[k] as f64 / UPLINK_BYTES_PER_SEC)
+    }
 }
 
 /// About `len` bytes of log text, the same every run: timestamps, levels, request ids and
@@ -914,26 +926,14 @@ async fn stop(mut child: tokio::process::Child) {
     let _ = child.wait().await;
 }
 
+/// Makes request `i` of a sequence.
+type MakeRequest<'a> = dyn Fn(u64) -> Message + 'a;
+
 /// [`COMPRESSION_OPS`] one at a time on `conn`.
 async fn compression_phase(conn: &Connection, root: &str, iters: u64) -> Res<Compression> {
     use shim_protocol::MessageType as M;
     let mut c = Compression::default();
-    c.p50[0] = sequential(conn, iters, M::FileStatResponse, |i| {
-        Load::Stat.request(root, 0, i).0
-    })
-    .await?
-    .0;
-    c.p50[1] = sequential(conn, iters, M::FileContents, |i| {
-        Load::Read4k.request(root, 0, i).0
-    })
-    .await?
-    .0;
-    c.p50[2] = sequential(conn, (iters / 4).max(4), M::Ack, |i| {
-        Load::Write64k.request(root, 0, i).0
-    })
-    .await?
-    .0;
-    let read_1m = || {
+    let read_1m = |_| {
         Message::FileRead(FileRead {
             path: format!("{root}/log-1m.txt"),
             encoding: ContentEncoding::Utf8,
@@ -942,10 +942,20 @@ async fn compression_phase(conn: &Connection, root: &str, iters: u64) -> Res<Com
             length: None,
         })
     };
-    let n = (iters / 20).max(4);
-    let before = conn.bytes_received();
-    c.p50[3] = sequential(conn, n, M::FileContents, |_| read_1m()).await?.0;
-    c.wire_1m = (conn.bytes_received() - before) / n;
+    let stat = |i| Load::Stat.request(root, 0, i).0;
+    let read_4k = |i| Load::Read4k.request(root, 0, i).0;
+    let write_64k = |i| Load::Write64k.request(root, 0, i).0;
+    let ops: [(u64, M, &MakeRequest<'_>); 4] = [
+        (iters, M::FileStatResponse, &stat),
+        (iters, M::FileContents, &read_4k),
+        ((iters / 4).max(4), M::Ack, &write_64k),
+        ((iters / 20).max(4), M::FileContents, &read_1m),
+    ];
+    for (k, (n, expect, make)) in ops.into_iter().enumerate() {
+        let before = conn.bytes_received();
+        c.p50[k] = sequential(conn, n, expect, make).await?.0;
+        c.wire[k] = (conn.bytes_received() - before) / n;
+    }
     Ok(c)
 }
 
@@ -1206,31 +1216,38 @@ async fn main() -> Res<()> {
             "  start to HELLO with the OS keychain: not measured (no Secret Service; `cargo xtask bench e2e` provides one)"
         ),
     }
-    // Compression (issue 29): each operation's median p50 with compression on may exceed the
-    // one with it off by at most 10 % or 20 µs, whichever is more (the spread of this
-    // bench between runs is about that).
-    println!("  compression (issue 29): p50 off / on (messages under 1 KiB are sent uncompressed)");
+    // Compression (issue 29). On loopback bytes are free, so the loopback p50 alone charges
+    // compression its CPU and credits it nothing; a user's platform is across their uplink.
+    // The target is what the user waits for on the issue's 10 Mbit/s uplink: the loopback
+    // p50 plus the bytes off the socket over that uplink. With compression on it may exceed
+    // the figure with it off by at most 10 % or 20 µs, whichever is more (this bench's
+    // spread between runs is about that).
+    println!("  compression (issue 29): off / on; messages under 1 KiB are sent uncompressed");
+    println!(
+        "    {:<28} {:>21} {:>21} {:>23}",
+        "", "p50 on loopback", "bytes off the socket", "p50 + bytes at 10 Mbit/s"
+    );
     for (k, op) in COMPRESSION_OPS.iter().enumerate() {
-        let off = median_by(&all, |r| r.compression[0].p50[k]);
-        let on = median_by(&all, |r| r.compression[1].p50[k]);
-        println!("    {op:<36} {:>10} / {}", us(off), us(on));
-        let allowed = off + (off / 10).max(Duration::from_micros(20));
+        let p50 = |i: usize| median_by(&all, |r| r.compression[i].p50[k]);
+        let wire = |i: usize| median_by(&all, |r| r.compression[i].wire[k]);
+        let up = |i: usize| median_by(&all, |r| r.compression[i].on_uplink(k));
+        println!(
+            "    {op:<28} {:>21} {:>21} {:>23}",
+            format!("{} / {}", us(p50(0)), us(p50(1))),
+            format!("{} / {}", wire(0), wire(1)),
+            format!("{} / {}", us(up(0)), us(up(1))),
+        );
+        let allowed = up(0) + (up(0) / 10).max(Duration::from_micros(20));
         rows.push((
-            format!("{op} p50, compression on"),
-            us(on),
+            format!("{op}, compression on, 10 Mbit/s"),
+            us(up(1)),
             format!("<= off + max(10 %, 20 µs) = {}", us(allowed)),
-            on <= allowed,
+            up(1) <= allowed,
         ));
     }
-    let wire = |k: usize| median_by(&all, |r| r.compression[k].wire_1m);
-    println!(
-        "    1 MB of log text read: {} KB off the socket without compression, {} KB with",
-        wire(0) / 1000,
-        wire(1) / 1000
-    );
     println!("  targets (issues 17 and 29)");
     for (name, value, target, ok) in &rows {
-        println!("    {name:<36} {value:>18}   {target:<44} {}", verdict(*ok));
+        println!("    {name:<56} {value:>18}   {target:<44} {}", verdict(*ok));
     }
     let failed = rows.iter().filter(|r| !r.3).count();
     println!("  {} of {} targets met", rows.len() - failed, rows.len());
