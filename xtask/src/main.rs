@@ -261,8 +261,18 @@ fn run(cmd: Cmd) -> Result<()> {
         }
         Cmd::Setup => setup(),
         Cmd::Test => {
+            let started = std::time::Instant::now();
             setup()?;
-            ci(&root)
+            println!(
+                "xtask: set-up (packages and tools) took {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            ci(&root)?;
+            println!(
+                "xtask: set-up and every check took {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            Ok(())
         }
         Cmd::Ci => ci(&root),
         Cmd::CheckTargets => targets::check_targets(),
@@ -563,7 +573,7 @@ fn ci(root: &Path) -> Result<()> {
         library_metadata(root)
     })?;
     step("library docs", library_docs)?;
-    step("library crates build alone", library_build_alone)?;
+    step("library crates compile alone (check)", library_build_alone)?;
     step(
         "crates publish (dry run): the libraries and all autogpt-shim needs",
         library_publish_dry_run,
@@ -694,7 +704,7 @@ fn library(root: &Path, only: Option<&str>) -> Result<()> {
         step("library docs", library_docs)?;
     }
     if wanted("alone") {
-        step("library crates build alone", library_build_alone)?;
+        step("library crates compile alone (check)", library_build_alone)?;
     }
     if wanted("publish") {
         step(
@@ -798,13 +808,15 @@ fn library_docs() -> Result<()> {
     check(status, "cargo doc (library crates, -D warnings)")
 }
 
-/// `cargo build -p NAME` of each of [`LIBRARY_CRATES`] on its own, with its default features,
-/// with none and with all: no crate may lean on a feature another workspace member turns on.
+/// `cargo check -p NAME` of each of [`LIBRARY_CRATES`] on its own, with its default
+/// features, with none and with all: no crate may lean on a feature another workspace member
+/// turns on. A check finds exactly that (a missing item is a compile error) without the
+/// code generation and linking of a build, and reuses the dependencies clippy checked.
 fn library_build_alone() -> Result<()> {
     for p in LIBRARY_CRATES {
-        cargo(&["build", "-p", p])?;
-        cargo(&["build", "-p", p, "--no-default-features"])?;
-        cargo(&["build", "-p", p, "--all-features"])?;
+        cargo(&["check", "-p", p])?;
+        cargo(&["check", "-p", p, "--no-default-features"])?;
+        cargo(&["check", "-p", p, "--all-features"])?;
     }
     Ok(())
 }
@@ -956,9 +968,14 @@ fn fuzz_targets(root: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
+/// Runs one named step of `ci`, printing its name first and its wall time after (what CI's
+/// time limit is planned by).
 fn step(name: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
     println!("xtask: == {name} ==");
-    f().with_context(|| format!("step '{name}' failed"))
+    let started = std::time::Instant::now();
+    let result = f().with_context(|| format!("step '{name}' failed"));
+    println!("xtask: -- {name}: {:.0} s", started.elapsed().as_secs_f64());
+    result
 }
 
 fn cargo_bin() -> String {
@@ -1074,5 +1091,14 @@ fn ensure_cargo_tool(subcommand: &str, crate_name: &str) -> Result<()> {
         return Ok(());
     }
     println!("xtask: installing {crate_name}");
-    cargo(&["install", "--locked", crate_name])
+    // The tools' own release profiles ask for fat LTO and one codegen unit (cargo-deny,
+    // cargo-semver-checks): minutes of single-threaded optimisation on a 2-core machine, for
+    // tools that each run for seconds.
+    let status = Command::new(cargo_bin())
+        .args(["install", "--locked", crate_name])
+        .env("CARGO_PROFILE_RELEASE_LTO", "off")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
+        .status()
+        .with_context(|| format!("cannot run cargo install {crate_name}"))?;
+    check(status, &format!("cargo install {crate_name}"))
 }

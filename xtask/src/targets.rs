@@ -320,7 +320,10 @@ fn one(t: &CrossTarget, tools: &ToolState) -> Result<Outcome> {
     }
     let mut cmd = cargo_for(t.toolchain, "test");
     cmd.args(["--target", t.triple, "--lib", "--no-fail-fast"])
-        .env(runner_var(t.triple), runner);
+        .env(runner_var(t.triple), runner)
+        // The protocol's round-trip property test: 1000 cases instead of 3000 under the
+        // emulator (88 s there at 3000); it runs in full natively in the tests step.
+        .env("SHIM_PROTOCOL_ROUNDTRIP_CASES", "1000");
     package_args(&mut cmd, t.test);
     if !t.skip.is_empty() {
         cmd.arg("--");
