@@ -5,6 +5,7 @@
 //! and the cargo tools it uses through `cargo install --locked`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod api;
 mod codegen;
 mod deb;
 mod dist;
@@ -241,6 +242,16 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // `cargo xtask library api` runs cargo doc with xtask as its rustdoc (api.rs).
+    if std::env::var_os(api::RUSTDOC_WRAPPER_ENV).is_some() {
+        return match api::run_as_rustdoc() {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(e) => {
+                eprintln!("xtask: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = Cli::parse();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
@@ -505,8 +516,8 @@ fn ci(root: &Path) -> Result<()> {
         check(status, "cargo test --workspace")
     })?;
     step("other targets (best effort)", targets::check_targets)?;
-    // The release archive users get, built with the cheaper dist-ci profile (no LTO, 16
-    // codegen units) and smoke-tested from the unpacked copy; the other archives need
+    // The release archive users get, built with the cheaper dist-ci profile (opt-level 1, no
+    // LTO, 16 codegen units) and smoke-tested from the unpacked copy; the other archives need
     // cross-linkers and are `cargo xtask dist`'s job, not CI's.
     step("release archive (x86_64 Linux, dist-ci profile)", || {
         let signing = dist::Signing {
@@ -568,7 +579,9 @@ fn ci(root: &Path) -> Result<()> {
             .context("cannot run cargo fuzz")?;
         check(status, "cargo fuzz check")
     })?;
-    step("demo", demo)?;
+    // The binary `cargo test --workspace` built: `cargo run -p autogpt-shim` would build it
+    // again with that one package's features (1.5 min), for the same code.
+    step("demo", || demo_built(root))?;
     step("library crates: metadata and MSRV", || {
         library_metadata(root)
     })?;
@@ -578,9 +591,11 @@ fn ci(root: &Path) -> Result<()> {
         "crates publish (dry run): the libraries and all autogpt-shim needs",
         library_publish_dry_run,
     )?;
-    step("library API against the baseline", library_api)?;
+    step("library API against the baseline", || {
+        api::library_api(root)
+    })?;
     step("library API check catches a removed item", || {
-        library_api_self_test(root)
+        api::library_api_self_test(root)
     })?;
     step("windows under wine", || wine::wine_test(root))?;
     println!("xtask: all checks passed");
@@ -713,9 +728,11 @@ fn library(root: &Path, only: Option<&str>) -> Result<()> {
         )?;
     }
     if wanted("api") {
-        step("library API against the baseline", library_api)?;
+        step("library API against the baseline", || {
+            api::library_api(root)
+        })?;
         step("library API check catches a removed item", || {
-            library_api_self_test(root)
+            api::library_api_self_test(root)
         })?;
     }
     Ok(())
@@ -834,77 +851,6 @@ fn library_publish_dry_run() -> Result<()> {
     cargo(&args)
 }
 
-/// The `cargo semver-checks` command line for `packages` (default features only: the
-/// optional features are for tests, fuzzing and codegen, not a stable API).
-fn semver_checks(packages: &[&str]) -> Command {
-    let mut cmd = Command::new(cargo_bin());
-    cmd.args(["semver-checks", "check-release", "--default-features"]);
-    for p in packages {
-        cmd.args(["-p", p]);
-    }
-    cmd
-}
-
-/// `cargo semver-checks` of [`LIBRARY_CRATES`] against [`API_BASELINE_REV`].
-fn library_api() -> Result<()> {
-    ensure_cargo_tool("semver-checks", "cargo-semver-checks")?;
-    let status = semver_checks(LIBRARY_CRATES)
-        .args(["--baseline-rev", API_BASELINE_REV])
-        .status()
-        .context("cannot run cargo semver-checks")?;
-    check(
-        status,
-        "cargo semver-checks: a breaking change needs a version bump",
-    )
-}
-
-/// The check of the check: a copy of HEAD with one public item of shim-jail removed must
-/// fail `cargo semver-checks` against the working tree, naming that item.
-fn library_api_self_test(root: &Path) -> Result<()> {
-    let copy = root.join("target").join("api-self-test");
-    if copy.exists() {
-        std::fs::remove_dir_all(&copy).context("cannot clear target/api-self-test")?;
-    }
-    std::fs::create_dir_all(&copy)?;
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg("git archive --format=tar HEAD | tar -x -C \"$0\"")
-        .arg(&copy)
-        .status()
-        .context("cannot run git archive")?;
-    check(status, "git archive HEAD | tar -x")?;
-    let lib = copy.join("crates/jail/src/lib.rs");
-    let text = std::fs::read_to_string(&lib)?;
-    let removed = "pub use mime::mime_for_name;";
-    if !text.contains(removed) {
-        bail!("shim-jail no longer has `{removed}`: pick another public item for this test");
-    }
-    std::fs::write(&lib, text.replace(removed, "use mime::mime_for_name as _;"))?;
-    let out = semver_checks(&["shim-jail"])
-        .arg("--manifest-path")
-        .arg(copy.join("Cargo.toml"))
-        .arg("--baseline-root")
-        .arg(root)
-        // Share the dependency builds with the workspace.
-        .env("CARGO_TARGET_DIR", root.join("target"))
-        .output()
-        .context("cannot run cargo semver-checks")?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.success() {
-        bail!("cargo semver-checks accepted the removal of shim_jail::mime_for_name:\n{text}");
-    }
-    if !text.contains("mime_for_name") {
-        bail!("cargo semver-checks failed, but not on the removed mime_for_name:\n{text}");
-    }
-    println!("xtask: removing shim_jail::mime_for_name fails the API check, as it must");
-    let _ = std::fs::remove_dir_all(&copy);
-    Ok(())
-}
-
 /// The daemon's demo: the real daemon against the embedded loopback platform peer, with
 /// shell execution enabled so the chat includes a command.
 fn demo() -> Result<()> {
@@ -917,6 +863,18 @@ fn demo() -> Result<()> {
         "demo",
         "--enable-shell",
     ])
+}
+
+/// The demo of [`demo`] from the debug binary already built in the target directory.
+fn demo_built(root: &Path) -> Result<()> {
+    let exe = dist::default_target_dir(root)
+        .join("debug")
+        .join(format!("autogpt-shim{}", std::env::consts::EXE_SUFFIX));
+    let status = Command::new(&exe)
+        .args(["demo", "--enable-shell"])
+        .status()
+        .with_context(|| format!("cannot run {} (built by the tests step)", exe.display()))?;
+    check(status, "autogpt-shim demo --enable-shell")
 }
 
 fn fuzz(root: &Path, target: &str, seconds: u64) -> Result<()> {
