@@ -44,7 +44,8 @@ BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
 }
 "#;
 
-/// What runs under Wine: (package, cargo test selector). Each is one `cargo test` call.
+/// What runs under Wine: (package, cargo test selector). All are built by one `cargo test
+/// --no-run` ([`build_tests`]); each selected binary then runs under Wine.
 const RUNS: &[(&str, &[&str])] = &[
     ("shim-jail", &["--lib", "--test", "windows"]),
     ("shim-exec", &["--lib", "--test", "windows"]),
@@ -252,8 +253,118 @@ fn link_fixture(root: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// The longest one `cargo test` under Wine may take (build included): a hung Wine
-/// program must fail the step, not run into CI's overall limit.
+/// One test executable of the Windows build.
+#[derive(Debug, PartialEq)]
+struct TestBinary {
+    /// The package it tests.
+    package: String,
+    /// The cargo target: the library's name, or the integration test's (`--test NAME`).
+    name: String,
+    /// Whether it is the library's unit tests (`--lib`).
+    lib: bool,
+    /// The `.exe`.
+    executable: PathBuf,
+    /// The package's folder, where `cargo test` would run it.
+    dir: PathBuf,
+}
+
+/// Builds the test binaries of every package in [`RUNS`] with one `cargo test --no-run`
+/// and lists them from cargo's JSON messages.
+fn build_tests(root: &Path) -> Result<Vec<TestBinary>> {
+    let mut cmd = Command::new(cargo_bin());
+    cmd.args([
+        "test",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ])
+    .args(["--target", TARGET])
+    .current_dir(root)
+    .stderr(std::process::Stdio::inherit());
+    let mut groups: Vec<Vec<&str>> = Vec::new();
+    for (package, selector) in RUNS {
+        cmd.args(["-p", package]);
+        for g in selector_groups(selector) {
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+    }
+    for g in &groups {
+        cmd.args(g);
+    }
+    let out = cmd.output().context("cannot run cargo test --no-run")?;
+    check(
+        out.status,
+        "cargo test --no-run --target x86_64-pc-windows-gnu",
+    )?;
+    Ok(test_binaries(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// The test executables in cargo's `--message-format=json` output.
+fn test_binaries(json_lines: &str) -> Vec<TestBinary> {
+    json_lines
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == true)
+        .filter_map(|m| {
+            let executable = PathBuf::from(m["executable"].as_str()?);
+            let dir = Path::new(m["manifest_path"].as_str()?).parent()?.to_owned();
+            let kinds = m["target"]["kind"].as_array()?;
+            Some(TestBinary {
+                package: package_name(m["package_id"].as_str()?)?,
+                name: m["target"]["name"].as_str()?.to_owned(),
+                lib: !kinds.iter().any(|k| k == "test" || k == "bin"),
+                executable,
+                dir,
+            })
+        })
+        .collect()
+}
+
+/// The package name in a cargo package ID: `path+file:///w/crates/jail#shim-jail@0.3.0`,
+/// or `path+file:///w/bins/autogpt-shim#0.3.0` when the folder has the package's name.
+fn package_name(id: &str) -> Option<String> {
+    let (url, fragment) = id.split_once('#')?;
+    match fragment.split_once('@') {
+        Some((name, _)) => Some(name.to_owned()),
+        None => Some(url.rsplit('/').next()?.to_owned()),
+    }
+}
+
+/// A cargo test selector split into its parts: `--lib`, or `--test NAME`.
+fn selector_groups<'a>(selector: &[&'a str]) -> Vec<Vec<&'a str>> {
+    let mut groups = Vec::new();
+    let mut args = selector.iter();
+    while let Some(a) = args.next() {
+        match (*a, args.clone().next()) {
+            ("--test", Some(name)) => {
+                groups.push(vec!["--test", *name]);
+                args.next();
+            }
+            _ => groups.push(vec![*a]),
+        }
+    }
+    groups
+}
+
+/// Whether `t` is one of the binaries `selector` (`--lib`, `--test NAME`) names.
+fn selector_matches(selector: &[&str], t: &TestBinary) -> bool {
+    selector_groups(selector)
+        .iter()
+        .any(|g| match g.as_slice() {
+            ["--lib"] => t.lib,
+            ["--test", name] => !t.lib && t.name == *name,
+            _ => false,
+        })
+}
+
+/// How many binaries `selector` names (each `--lib` and each `--test NAME` is one).
+fn selected_count(selector: &[&str]) -> usize {
+    selector_groups(selector).len()
+}
+
+/// The longest one test binary may take under Wine: a hung Wine program must fail the
+/// step, not run into CI's overall limit.
 const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(20 * 60);
 
 /// `cmd.output()`, but after `limit` the command is killed, every Wine process of the
@@ -394,7 +505,12 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
     };
     let links = link_fixture(root)?;
     let display = WineDisplay::start()?;
+    // One build of every test binary in RUNS, with one feature resolution: a `cargo test
+    // -p X` per package resolved features per package and built much of the dependency
+    // tree again for each (595 libraries for 328 crates; the step took 700 s, now 555 s).
+    let tests = build_tests(root)?;
     // shim-audit.exe beside autogpt-shim.exe: the daemon suite verifies logs with it.
+    // Built after the tests, it reuses what their build made with the same features.
     let mut build = Command::new(cargo_bin());
     build.args(["build", "--target", TARGET, "-p", "shim-audit-cli"]);
     check(
@@ -403,36 +519,62 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
     )?;
     let mut summary = Vec::new();
     for (package, selector) in RUNS {
-        let mut cmd = Command::new(cargo_bin());
-        cmd.args(["test", "--target", TARGET, "-p", package])
-            .args(*selector)
-            .args(["--", "--nocapture"]);
         let mut skipped: Vec<String> = Vec::new();
+        let mut skip_args: Vec<&str> = Vec::new();
         for (p, name, reason) in WINE_SKIPS {
             if p == package {
-                cmd.args(["--skip", name]);
+                skip_args.extend(["--skip", name]);
                 skipped.push(format!("{name}: {reason}"));
             }
         }
-        wine.env(&mut cmd);
-        display.env(&mut cmd);
-        cmd.env("SHIM_REQUIRE_SHIM_AUDIT", "1");
-        cmd.env(
-            "SHIM_JAIL_WINE_LINK_FIXTURE",
-            format!("Z:{}", links.display()),
-        );
-        let out = output_within(&wine, cmd, RUN_LIMIT)
-            .with_context(|| format!("cannot run cargo test -p {package} under Wine"))?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() {
-            println!("{stdout}");
-            eprintln!("{stderr}");
-            bail!("{package}: tests failed under Wine ({})", out.status);
+        let mine: Vec<&TestBinary> = tests
+            .iter()
+            .filter(|t| t.package == *package && selector_matches(selector, t))
+            .collect();
+        if mine.len() != selected_count(selector) {
+            bail!(
+                "{package}: expected {} test binaries for {selector:?}, the build made {}",
+                selected_count(selector),
+                mine.len()
+            );
+        }
+        let mut text = String::new();
+        for t in mine {
+            let mut cmd = Command::new("wine");
+            cmd.arg(&t.executable)
+                .arg("--nocapture")
+                .args(&skip_args)
+                .current_dir(&t.dir)
+                .env("CARGO_MANIFEST_DIR", &t.dir)
+                .env("CARGO_PKG_NAME", &t.package);
+            wine.env(&mut cmd);
+            display.env(&mut cmd);
+            cmd.env("SHIM_REQUIRE_SHIM_AUDIT", "1");
+            cmd.env(
+                "SHIM_JAIL_WINE_LINK_FIXTURE",
+                format!("Z:{}", links.display()),
+            );
+            let out = output_within(&wine, cmd, RUN_LIMIT)
+                .with_context(|| format!("cannot run {} under Wine", t.executable.display()))?;
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() {
+                println!("{stdout}");
+                eprintln!("{stderr}");
+                bail!(
+                    "{package}: tests of {} failed under Wine ({})",
+                    t.name,
+                    out.status
+                );
+            }
+            text.push_str(&stdout);
+            text.push('\n');
+            text.push_str(&stderr);
+            text.push('\n');
         }
         // A test that skips itself at run time (SKIP line) returned early: it passed
         // without running, so it counts as skipped, not as run.
-        let (passed, mut runtime_skips) = counts(&format!("{stdout}\n{stderr}"));
+        let (passed, mut runtime_skips) = counts(&text);
         let passed = passed.saturating_sub(runtime_skips.len() as u64);
         skipped.append(&mut runtime_skips);
         println!(
@@ -444,13 +586,8 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
         }
         summary.push((package, passed, skipped.len()));
     }
-    // The demo: the real daemon against the embedded loopback peer, with shell execution.
-    let mut build = Command::new(cargo_bin());
-    build.args(["build", "--target", TARGET, "-p", "autogpt-shim"]);
-    check(
-        build.status()?,
-        "cargo build --target x86_64-pc-windows-gnu -p autogpt-shim",
-    )?;
+    // The demo: the real daemon (built for autogpt-shim's integration suite above) against
+    // the embedded loopback peer, with shell execution.
     let target_dir =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let exe = target_dir
@@ -486,3 +623,7 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "wine_tests.rs"]
+mod tests;
