@@ -3,8 +3,9 @@
 //! lives in `src/mac.rs`. Displays and capture stay on xcap (`src/portable.rs`), which gets
 //! them right on macOS.
 //!
-//! Compiled and clippy-checked for `aarch64-apple-darwin` and `x86_64-apple-darwin`; it has
-//! not run on a Mac from this repository's machines (see docs/install-macos.md).
+//! Compiled and clippy-checked for `aarch64-apple-darwin` here (`x86_64-apple-darwin`, the
+//! same code, by native-tests.yml on a Mac); it has not run on a Mac from this repository's
+//! machines (see docs/install-macos.md).
 
 // Core Graphics, AppKit, Accessibility and IOKit calls (each block says why it is sound).
 #![allow(unsafe_code)]
