@@ -848,7 +848,14 @@ fn library_publish_dry_run() -> Result<()> {
     for p in LIBRARY_CRATES.iter().chain(INSTALLED_CRATES) {
         args.extend(["-p", p]);
     }
-    cargo(&args)
+    // A package carries no workspace profile: the root's `debug = "line-tables-only"` is
+    // given to the verify builds here, which otherwise emit full debug info for nothing.
+    let status = Command::new(cargo_bin())
+        .args(&args)
+        .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only")
+        .status()
+        .context("cannot run cargo publish --dry-run")?;
+    check(status, "cargo publish --dry-run")
 }
 
 /// The daemon's demo: the real daemon against the embedded loopback platform peer, with
