@@ -7,6 +7,7 @@ pub mod live;
 
 pub(crate) use clipboard::notify_requestor;
 mod keysyms;
+mod shm;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -105,6 +106,7 @@ pub struct X11 {
     screen: [i64; 2],
     atoms: Atoms,
     keymap: Mutex<KeyMap>,
+    shm: shm::Shm,
     display: Option<String>,
     on_launch: Option<crate::LaunchHook>,
     launch_env: Vec<(String, String)>,
@@ -234,12 +236,14 @@ impl X11 {
             .map_err(|_| Unavailable::NoDisplay("the X server lacks XTEST".into()))?;
         let _ = conn.xfixes_query_version(5, 0).map(|c| c.reply());
         let _ = conn.randr_query_version(1, 5).map(|c| c.reply());
+        let shm = shm::Shm::probe(&conn);
         let x = X11 {
             conn,
             root,
             screen: size,
             atoms,
             keymap: Mutex::new(KeyMap::default()),
+            shm,
             display: display.map(str::to_owned),
             on_launch: None,
             launch_env: Vec::new(),
@@ -459,6 +463,41 @@ impl Displays for X11 {
     }
 }
 
+impl X11 {
+    /// RGB of a `w` x `h` ZPixmap image of `depth` (24 or 32 bits deep, 4 bytes a pixel,
+    /// in the server's byte order).
+    fn to_rgb(&self, data: &[u8], depth: u8, w: u16, h: u16) -> CuResult<Vec<u8>> {
+        let setup = self.conn.setup();
+        let bpp = setup
+            .pixmap_formats
+            .iter()
+            .find(|f| f.depth == depth)
+            .map_or(0, |f| f.bits_per_pixel);
+        if bpp != 32 || depth < 24 {
+            return Err(CuError::unsupported(
+                "screenshot",
+                format!("unsupported X visual (depth {depth}, {bpp} bits per pixel)"),
+            ));
+        }
+        let n = usize::from(w) * usize::from(h);
+        if data.len() < n * 4 {
+            return Err(CuError::internal("the X server sent a short image"));
+        }
+        let mut rgb = vec![0; n * 3];
+        let pixels = rgb.chunks_exact_mut(3).zip(data.chunks_exact(4));
+        if setup.image_byte_order == x11rb::protocol::xproto::ImageOrder::LSB_FIRST {
+            for (d, s) in pixels {
+                d.copy_from_slice(&[s[2], s[1], s[0]]);
+            }
+        } else {
+            for (d, s) in pixels {
+                d.copy_from_slice(&s[1..4]);
+            }
+        }
+        Ok(rgb)
+    }
+}
+
 impl Capture for X11 {
     fn capture(&self, rect: [i64; 4], cursor: bool) -> CuResult<Image> {
         let [x1, y1, x2, y2] = rect;
@@ -466,45 +505,24 @@ impl Capture for X11 {
             |v: i64| i16::try_from(v).map_err(|_| CuError::internal("coordinate out of X range"));
         let convu = |v: i64| u16::try_from(v).map_err(|_| CuError::internal("size out of X range"));
         let (w, h) = (convu(x2 - x1)?, convu(y2 - y1)?);
-        let r = self
-            .conn
-            .get_image(
-                ImageFormat::Z_PIXMAP,
-                self.root,
-                conv(x1)?,
-                conv(y1)?,
-                w,
-                h,
-                !0,
-            )
-            .map_err(xerr)?
-            .reply()
-            .map_err(xerr)?;
-        let setup = self.conn.setup();
-        let bpp = setup
-            .pixmap_formats
-            .iter()
-            .find(|f| f.depth == r.depth)
-            .map_or(0, |f| f.bits_per_pixel);
-        if bpp != 32 || r.depth < 24 {
-            return Err(CuError::unsupported(
-                "screenshot",
-                format!(
-                    "unsupported X visual (depth {}, {bpp} bits per pixel)",
-                    r.depth
-                ),
-            ));
-        }
-        let lsb = setup.image_byte_order == x11rb::protocol::xproto::ImageOrder::LSB_FIRST;
-        let n = usize::from(w) * usize::from(h);
-        let mut rgb = Vec::with_capacity(n * 3);
-        for px in r.data.chunks_exact(4).take(n) {
-            if lsb {
-                rgb.extend_from_slice(&[px[2], px[1], px[0]]);
-            } else {
-                rgb.extend_from_slice(&[px[1], px[2], px[3]]);
+        let (x, y) = (conv(x1)?, conv(y1)?);
+        let shared = self
+            .shm
+            .capture(&self.conn, self.root, [x, y], [w, h], |data, depth| {
+                self.to_rgb(data, depth, w, h)
+            });
+        let rgb = match shared {
+            Some(rgb) => rgb?,
+            None => {
+                let r = self
+                    .conn
+                    .get_image(ImageFormat::Z_PIXMAP, self.root, x, y, w, h, !0)
+                    .map_err(xerr)?
+                    .reply()
+                    .map_err(xerr)?;
+                self.to_rgb(&r.data, r.depth, w, h)?
             }
-        }
+        };
         let mut img = Image {
             width: u32::from(w),
             height: u32::from(h),
