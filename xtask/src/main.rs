@@ -372,8 +372,7 @@ fn run(cmd: Cmd) -> Result<()> {
 /// Builds the release daemon and runs the shim-daemon example `example` against it.
 fn bench_with_release_daemon(root: &Path, example: &str) -> Result<()> {
     cargo(&["build", "--release", "-p", "autogpt-shim"])?;
-    let bin = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root.join("target"), PathBuf::from)
+    let bin = crate::dist::default_target_dir(root)
         .join("release")
         .join("autogpt-shim");
     let bin = bin.to_str().context("non-UTF-8 target path")?.to_owned();
@@ -403,9 +402,7 @@ fn bench_e2e(root: &Path) -> Result<()> {
         "--example",
         "bench_e2e",
     ])?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root.join("target"), PathBuf::from)
-        .join("release");
+    let target = crate::dist::default_target_dir(root).join("release");
     let bin = target.join("autogpt-shim");
     let bench = target.join("examples").join("bench_e2e");
     let keyring = ["dbus-run-session", "gnome-keyring-daemon"]

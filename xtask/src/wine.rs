@@ -190,8 +190,7 @@ pub(crate) fn prepare(root: &Path) -> Result<Option<Wine>> {
         );
         return Ok(None);
     }
-    let target_dir =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target_dir = crate::dist::default_target_dir(root);
     let wine = Wine {
         prefix: target_dir.join("wine-prefix"),
     };
@@ -237,8 +236,7 @@ pub(crate) fn prepare(root: &Path) -> Result<Option<Wine>> {
 /// `root/out` → `../outside`, `root/in` → `sub`. Wine follows Unix symlinks but cannot
 /// create junctions or symlinks itself.
 fn link_fixture(root: &Path) -> Result<PathBuf> {
-    let target_dir =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target_dir = crate::dist::default_target_dir(root);
     let dir = std::path::absolute(target_dir.join("wine-link-fixture"))?;
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("root").join("sub"))?;
@@ -588,8 +586,7 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
     }
     // The demo: the real daemon (built for autogpt-shim's integration suite above) against
     // the embedded loopback peer, with shell execution.
-    let target_dir =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target_dir = crate::dist::default_target_dir(root);
     let exe = target_dir
         .join(TARGET)
         .join("debug")
