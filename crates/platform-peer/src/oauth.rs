@@ -103,7 +103,12 @@ pub(crate) async fn serve(req: Request<Incoming>, shared: &Shared) -> Response<B
     };
     match (method, path.as_str()) {
         (Method::GET, "/auth/authorize") => authorize(&query, shared),
-        (Method::POST, "/api/oauth/token") => token(&body, shared),
+        (Method::POST, "/api/oauth/token") => {
+            // Held while a test asks; a closed gate cannot happen (the sender lives in
+            // `shared`), and would answer at once.
+            let _ = shared.token_gate.subscribe().wait_for(|held| !held).await;
+            token(&body, shared)
+        }
         (Method::POST, "/api/oauth/revoke") => revoke(&body, shared),
         _ => respond(404, "text/plain", "not found"),
     }

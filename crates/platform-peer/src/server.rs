@@ -128,6 +128,8 @@ pub(crate) struct Shared {
     pub(crate) oauth: Mutex<OAuthState>,
     pub(crate) violations: Mutex<Vec<String>>,
     pub(crate) rejections: Mutex<Vec<Rejection>>,
+    /// `true` while token requests are held unanswered ([`Peer::hold_token_requests`]).
+    pub(crate) token_gate: tokio::sync::watch::Sender<bool>,
 }
 
 impl Shared {
@@ -185,6 +187,7 @@ impl Peer {
             oauth: Mutex::new(OAuthState::default()),
             violations: Mutex::new(Vec::new()),
             rejections: Mutex::new(Vec::new()),
+            token_gate: tokio::sync::watch::Sender::new(false),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(accept_loop(listener, shared.clone(), tx));
@@ -244,6 +247,19 @@ impl Peer {
                 body: body.to_owned(),
             });
         }
+    }
+
+    /// Holds every token request unanswered (and uncounted) until
+    /// [`Peer::release_token_requests`]: a test makes a refresh overlap with something else
+    /// (a second connection's 401) however slow the machine is.
+    pub fn hold_token_requests(&self) {
+        self.shared.token_gate.send_replace(true);
+    }
+
+    /// Answers the token requests held by [`Peer::hold_token_requests`], and the later ones
+    /// at once.
+    pub fn release_token_requests(&self) {
+        self.shared.token_gate.send_replace(false);
     }
 
     /// Answers the next revocation request with `status` and `body` instead.
