@@ -866,6 +866,8 @@ impl Runtime {
         let mut awaiting_pong: Option<Instant> = None;
         // The ping in flight is the probe after a network change (not the regular one).
         let mut probing = false;
+        // The link gave no pong within the deadline: nothing will answer our Close either.
+        let mut silent = false;
         let failed = self.audit.failed_token();
         let mut changes = self.machine.net_changed.subscribe();
         changes.mark_unchanged();
@@ -899,6 +901,7 @@ impl Runtime {
                         && since.elapsed() >= tuning.ws_pong_timeout
                     {
                         tracing::warn!("no pong within the deadline; reconnecting");
+                        silent = true;
                         break ConnEnd::Error { handshook: true };
                     }
                     if awaiting_pong.is_none() {
@@ -919,6 +922,7 @@ impl Runtime {
                 }
                 () = tokio::time::sleep(pong_wait(awaiting_pong, tuning.ws_pong_timeout)), if awaiting_pong.is_some() => {
                     tracing::warn!("no pong within the deadline; reconnecting");
+                    silent = true;
                     if probing {
                         break ConnEnd::ProbeFailed;
                     }
@@ -959,7 +963,10 @@ impl Runtime {
             .send(close.map_or(Out::End, |(code, reason)| Out::Close(code, reason)));
         drop(conn);
         let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
-        if closing {
+        // A link that answered no ping will not answer the Close: waiting for it would only
+        // delay the reconnect (by CLOSE_REPLY_WAIT, a third of the time to recover after a
+        // wake-up).
+        if closing && !silent {
             await_close_reply(&mut stream).await;
         }
         let reason = match &end {
