@@ -120,7 +120,7 @@ const INSTALLED_CRATES: &[&str] = &[
 /// fails `cargo xtask ci` until the versions are bumped (0.2 -> 0.3: `version` in the root
 /// Cargo.toml's `[workspace.package]` and on the five `[workspace.dependencies]`). After a
 /// release, move this to the released commit.
-const API_BASELINE_REV: &str = "42ff0e87d9411aebcb4887ab993eda2f53898a98";
+const API_BASELINE_REV: &str = "752ea27814035b75a05e099a16a316a7cdbd95ac";
 
 #[derive(Parser)]
 #[command(
