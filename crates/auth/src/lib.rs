@@ -86,6 +86,7 @@ mod parts;
 mod secret;
 mod select;
 pub mod tokens;
+mod windows_proxy;
 
 pub use error::CredentialError;
 pub use error::DECRYPT_MESSAGE;

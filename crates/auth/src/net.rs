@@ -18,7 +18,8 @@
 //! The rules are hyper-util's `Matcher` (`hyper_util::client::proxy::matcher`),
 //! the code reqwest itself uses: `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` (and lower case),
 //! `NO_PROXY` (host and domain suffixes, IP addresses and CIDR ranges, `*`); when no variable
-//! is set, the macOS and Windows system proxy settings. On top of that, `NO_PROXY` entries
+//! is set, the macOS and Windows system proxy settings (and on Windows the per-protocol
+//! form hyper-util does not read, `crate::windows_proxy`). On top of that, `NO_PROXY` entries
 //! with a port (`host:port`) bypass the proxy for that port only. A `proxy` setting replaces
 //! the `*_PROXY` variables (`NO_PROXY` still applies); `proxy = "none"` turns proxies off.
 //! `http://` proxies are used through `CONNECT` (basic credentials from the URL),
@@ -277,6 +278,45 @@ fn first_env(names: &[&str]) -> Option<String> {
     names.iter().find_map(|n| std::env::var(n).ok())
 }
 
+/// The rules when no `proxy` setting is given: the `*_PROXY` variables, else the system
+/// settings (hyper-util's `Matcher::from_system`), with `no` (the `NO_PROXY` variable)
+/// before the system's bypass list. On Windows, a per-protocol `ProxyServer`, which
+/// hyper-util cannot read, is read by [`crate::windows_proxy`].
+fn system_matcher(no: &str) -> (Matcher, &'static str) {
+    let proxy_vars = [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ];
+    if first_env(&proxy_vars).is_none()
+        && let Some((per, bypass)) = windows_system_per_protocol()
+    {
+        let no = if no.is_empty() { bypass } else { no.to_owned() };
+        let mut b = Matcher::builder().no(no);
+        if let Some(h) = per.http {
+            b = b.http(h);
+        }
+        if let Some(h) = per.https {
+            b = b.https(h);
+        }
+        return (b.build(), "the system settings (a proxy per protocol)");
+    }
+    (Matcher::from_system(), "the environment or system settings")
+}
+
+#[cfg(windows)]
+fn windows_system_per_protocol() -> Option<(crate::windows_proxy::PerProtocol, String)> {
+    crate::windows_proxy::from_registry()
+}
+
+#[cfg(not(windows))]
+fn windows_system_per_protocol() -> Option<(crate::windows_proxy::PerProtocol, String)> {
+    None
+}
+
 impl ProxyRules {
     /// The rules from the `proxy` setting (if any) and the environment (see the module
     /// documentation).
@@ -306,7 +346,7 @@ impl ProxyRules {
                     "the proxy setting",
                 )
             }
-            None => (Matcher::from_system(), "the environment or system settings"),
+            None => system_matcher(no),
         };
         let mut port_bypass = Vec::new();
         for entry in no.split(',').map(str::trim) {
