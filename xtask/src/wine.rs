@@ -62,6 +62,15 @@ const RUNS: &[(&str, &[&str])] = &[
 /// Wine a Windows program can start a Linux one but gets no handle to it.
 const NO_LINUX_CHILD: &str = "Wine gap: Wine starts a Linux program (node, which runs the OpenID provider) but returns no process handle, so the test can neither pipe nor wait on it; the OpenID code is the same on Windows, and the Windows parts (loopback callback, Credential Manager) run in suite::oauth::login_against_the_peer_stores_tokens_and_start_connects_with_them";
 
+/// Tests that change a setting every program of the prefix sees (the user's system proxy):
+/// skipped in their package's run, then run after it alone (`--exact`, one thread) with the
+/// variable that lets them run: (package, test, variable).
+const WINE_ALONE: &[(&str, &str, &str)] = &[(
+    "autogpt-shim",
+    "suite::net::the_windows_system_proxy_carries_oauth_and_websocket",
+    "SHIM_TEST_SYSTEM_PROXY",
+)];
+
 /// Tests that do not run under Wine, by name, with the reason: (package, test, reason).
 /// Two kinds: a gap of Wine, and a test of Unix behaviour (POSIX tools, /proc, systemd,
 /// the Linux sandbox or display checks) whose Windows counterpart is named.
@@ -525,6 +534,14 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
                 skipped.push(format!("{name}: {reason}"));
             }
         }
+        let alone: Vec<(&str, &str)> = WINE_ALONE
+            .iter()
+            .filter(|(p, _, _)| p == package)
+            .map(|(_, name, var)| (*name, *var))
+            .collect();
+        for (name, _) in &alone {
+            skip_args.extend(["--skip", name]);
+        }
         let mine: Vec<&TestBinary> = tests
             .iter()
             .filter(|t| t.package == *package && selector_matches(selector, t))
@@ -537,11 +554,10 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
             );
         }
         let mut text = String::new();
-        for t in mine {
+        let test_cmd = |t: &TestBinary| {
             let mut cmd = Command::new("wine");
             cmd.arg(&t.executable)
                 .arg("--nocapture")
-                .args(&skip_args)
                 .current_dir(&t.dir)
                 .env("CARGO_MANIFEST_DIR", &t.dir)
                 .env("CARGO_PKG_NAME", &t.package);
@@ -552,6 +568,11 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
                 "SHIM_JAIL_WINE_LINK_FIXTURE",
                 format!("Z:{}", links.display()),
             );
+            cmd
+        };
+        for t in &mine {
+            let mut cmd = test_cmd(t);
+            cmd.args(&skip_args);
             let out = output_within(&wine, cmd, RUN_LIMIT)
                 .with_context(|| format!("cannot run {} under Wine", t.executable.display()))?;
             let stdout = String::from_utf8_lossy(&out.stdout);
@@ -569,6 +590,29 @@ pub(crate) fn wine_test(root: &Path) -> Result<()> {
             text.push('\n');
             text.push_str(&stderr);
             text.push('\n');
+        }
+        for (name, var) in &alone {
+            let t = mine
+                .iter()
+                .find(|t| t.name == "all")
+                .with_context(|| format!("{package}: no `all` test binary for {name}"))?;
+            let mut cmd = test_cmd(t);
+            cmd.args(["--exact", name, "--test-threads=1"])
+                .env(var, "1");
+            let out = output_within(&wine, cmd, RUN_LIMIT)
+                .with_context(|| format!("cannot run {name} under Wine"))?;
+            let both = format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // It must have run: passed, and not skipped itself for want of the variable.
+            if !out.status.success() || counts(&both) != (1, Vec::new()) {
+                println!("{both}");
+                bail!("{package}: {name} failed or did not run under Wine, alone with {var}=1");
+            }
+            println!("xtask: wine {package}: {name} passed, alone with {var}=1");
+            text.push_str(&both);
         }
         // A test that skips itself at run time (SKIP line) returned early: it passed
         // without running, so it counts as skipped, not as run.

@@ -55,3 +55,16 @@ fn every_run_names_a_package_and_at_least_one_binary() {
         assert!(selected_count(selector) >= 1, "{package}: {selector:?}");
     }
 }
+
+#[test]
+fn every_test_run_alone_is_in_an_all_binary_of_a_run_and_not_skipped() {
+    for (package, name, var) in WINE_ALONE {
+        let run = RUNS.iter().find(|(p, _)| p == package);
+        assert!(
+            run.is_some_and(|(_, selector)| selector.windows(2).any(|w| w == ["--test", "all"])),
+            "{package}: {name} needs the `all` test binary in RUNS"
+        );
+        assert!(!WINE_SKIPS.iter().any(|(p, n, _)| p == package && n == name));
+        assert!(name.starts_with("suite::") && !var.is_empty());
+    }
+}

@@ -744,6 +744,210 @@ async fn doctor_shows_the_proxy_and_whether_a_tunnel_opens() {
     assert!(detail.starts_with("none"), "{detail}");
 }
 
+/// The test that sets the user's system proxy: it changes a setting every program of the
+/// user sees, so it runs only with `SHIM_TEST_SYSTEM_PROXY=1`, and alone (`--exact`, one
+/// thread): `cargo xtask wine-test` runs it so under Wine, native-tests.yml on the macOS
+/// and Windows runners. `false` (after a SKIP line) otherwise.
+#[cfg(any(windows, target_os = "macos"))]
+fn system_proxy_test_allowed(name: &str) -> bool {
+    if std::env::var_os("SHIM_TEST_SYSTEM_PROXY").is_some() {
+        return true;
+    }
+    eprintln!(
+        "SKIP {name}: changes the user's system proxy; runs alone with SHIM_TEST_SYSTEM_PROXY=1 (cargo xtask wine-test, native-tests.yml)"
+    );
+    false
+}
+
+/// With no proxy variable set, the proxy of the system settings carries OAuth and the
+/// WebSocket. On Windows the user's Internet Settings (what Settings > Network & internet >
+/// Proxy writes) in both forms: one proxy for every protocol, with local addresses bypassed
+/// (read by hyper-util's `Matcher::from_system`), and a proxy per protocol, whose `http=`
+/// entry here leads nowhere (read by shim-auth's `windows_proxy`).
+#[cfg(windows)]
+#[tokio::test]
+async fn the_windows_system_proxy_carries_oauth_and_websocket() {
+    if !system_proxy_test_allowed(
+        "suite::net::the_windows_system_proxy_carries_oauth_and_websocket",
+    ) {
+        return;
+    }
+    for per_protocol in [false, true] {
+        let site = Site::new(HIDDEN_HOST).await;
+        let ca = site.ca_file();
+        let (pport, seen) = http_proxy(None).await;
+        let server = if per_protocol {
+            format!("http=127.0.0.1:9;https=127.0.0.1:{pport};ftp=127.0.0.1:9")
+        } else {
+            format!("127.0.0.1:{pport}")
+        };
+        let _settings = WindowsSystemProxy::set(&server, "<local>;*.intranet.example");
+        let child = site.start(&[("AUTOGPT_SHIM_TLS_CA_FILE", ca.to_str().unwrap())]);
+        site.assert_serving().await;
+        stop_cleanly(child).await;
+        let want = format!("CONNECT {HIDDEN_HOST}:{} auth=none", site.port);
+        assert_eq!(
+            seen.all(),
+            vec![want.clone(), want],
+            "{server}: token request, then upgrade, both through the system proxy"
+        );
+    }
+}
+
+/// The user's proxy values under `HKCU\...\Internet Settings`, set for one test and put
+/// back as they were on drop (also when the test fails).
+#[cfg(windows)]
+struct WindowsSystemProxy {
+    key: windows_registry::Key,
+    saved: Vec<(&'static str, Option<windows_registry::Value>)>,
+}
+
+#[cfg(windows)]
+impl WindowsSystemProxy {
+    const KEY: &'static str = r"Software\Microsoft\Windows\CurrentVersion\Internet Settings";
+    const VALUES: [&'static str; 3] = ["ProxyEnable", "ProxyServer", "ProxyOverride"];
+
+    fn set(server: &str, bypass: &str) -> WindowsSystemProxy {
+        let key = windows_registry::CURRENT_USER.create(Self::KEY).unwrap();
+        let saved = Self::VALUES
+            .into_iter()
+            .map(|name| (name, key.get_value(name).ok()))
+            .collect();
+        let settings = WindowsSystemProxy { key, saved };
+        settings.key.set_u32("ProxyEnable", 1).unwrap();
+        settings.key.set_string("ProxyServer", server).unwrap();
+        settings.key.set_string("ProxyOverride", bypass).unwrap();
+        settings
+    }
+}
+
+#[cfg(windows)]
+impl Drop for WindowsSystemProxy {
+    fn drop(&mut self) {
+        for (name, value) in &self.saved {
+            let _ = match value {
+                Some(v) => self.key.set_value(name, v),
+                None => self.key.remove_value(name),
+            };
+        }
+    }
+}
+
+/// macOS: the same through the network services' web proxies (`networksetup`, as System
+/// Settings > Network > Proxies sets them), which hyper-util reads from the
+/// SystemConfiguration dynamic store. Needs administrator rights (`sudo -n`, as on the
+/// GitHub macOS runners). Compiled here; runs only on a Mac (native-tests.yml).
+#[cfg(target_os = "macos")]
+#[tokio::test]
+async fn the_macos_system_proxy_carries_oauth_and_websocket() {
+    if !system_proxy_test_allowed("suite::net::the_macos_system_proxy_carries_oauth_and_websocket")
+    {
+        return;
+    }
+    let site = Site::new(HIDDEN_HOST).await;
+    let ca = site.ca_file();
+    let (pport, seen) = http_proxy(None).await;
+    let _settings = MacSystemProxy::set(pport);
+    // The dynamic store takes a moment to publish a change.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !MacSystemProxy::published(pport) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the system proxy did not show in scutil --proxy"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let child = site.start(&[("AUTOGPT_SHIM_TLS_CA_FILE", ca.to_str().unwrap())]);
+    site.assert_serving().await;
+    stop_cleanly(child).await;
+    let want = format!("CONNECT {HIDDEN_HOST}:{} auth=none", site.port);
+    assert_eq!(
+        seen.all(),
+        vec![want.clone(), want],
+        "token request, then upgrade, both through the system proxy"
+    );
+}
+
+/// The web and secure web proxies of every enabled network service, set to
+/// `127.0.0.1:PORT` for one test; on drop each is put back as `networksetup` reported it.
+#[cfg(target_os = "macos")]
+struct MacSystemProxy {
+    /// (service, `-setwebproxy` or `-setsecurewebproxy`, was enabled, server, port).
+    saved: Vec<(String, &'static str, bool, String, String)>,
+}
+
+#[cfg(target_os = "macos")]
+impl MacSystemProxy {
+    fn networksetup(args: &[&str]) -> String {
+        let out = std::process::Command::new("sudo")
+            .args(["-n", "networksetup"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "networksetup {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn set(port: u16) -> MacSystemProxy {
+        let services: Vec<String> = Self::networksetup(&["-listallnetworkservices"])
+            .lines()
+            .skip(1)
+            .filter(|l| !l.starts_with('*') && !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect();
+        assert!(!services.is_empty(), "no enabled network service");
+        let mut settings = MacSystemProxy { saved: Vec::new() };
+        for service in &services {
+            for (get, set) in [
+                ("-getwebproxy", "-setwebproxy"),
+                ("-getsecurewebproxy", "-setsecurewebproxy"),
+            ] {
+                let now = Self::networksetup(&[get, service]);
+                let field = |k: &str| {
+                    now.lines()
+                        .find_map(|l| l.strip_prefix(k))
+                        .unwrap_or_default()
+                        .trim()
+                        .to_owned()
+                };
+                settings.saved.push((
+                    service.clone(),
+                    set,
+                    field("Enabled:") == "Yes",
+                    field("Server:"),
+                    field("Port:"),
+                ));
+                Self::networksetup(&[set, service, "127.0.0.1", &port.to_string()]);
+            }
+        }
+        settings
+    }
+
+    /// `scutil --proxy` shows the proxy on `port`.
+    fn published(port: u16) -> bool {
+        std::process::Command::new("scutil")
+            .arg("--proxy")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&format!(": {port}")))
+    }
+}
+
+#[cfg(target_os = "macos")]
+impl Drop for MacSystemProxy {
+    fn drop(&mut self) {
+        for (service, set, enabled, server, port) in &self.saved {
+            let state = format!("{set}state");
+            let mut args: Vec<&str> = vec!["-n", "networksetup"];
+            if *enabled && !server.is_empty() {
+                args.extend([*set, service.as_str(), server.as_str(), port.as_str()]);
+            } else {
+                args.extend([state.as_str(), service.as_str(), "off"]);
+            }
+            let _ = std::process::Command::new("sudo").args(&args).status();
+        }
+    }
+}
+
 /// Our CA in the system trust store (Debian's `/usr/local/share/ca-certificates` and
 /// `update-ca-certificates`) for as long as it lives; removed again on drop, so also when
 /// the test fails (a panic unwinds through it). Leftovers of a killed run are removed
