@@ -11,6 +11,7 @@ pub mod encode;
 pub mod engine;
 pub mod error;
 pub mod features;
+mod jpeg_bands;
 pub mod keys;
 pub mod mac;
 pub mod policy;
