@@ -45,6 +45,7 @@ mod bench {
     use std::time::Instant;
 
     use shim_auth::KdfParams;
+    use shim_platform_peer::Connection;
     use shim_platform_peer::Peer;
     use shim_platform_peer::PeerConfig;
     use shim_platform_peer::relay::BlackholeRelay;
@@ -65,6 +66,23 @@ mod bench {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
+    }
+
+    /// Waits for `who` to connect and answer a request, then black-holes its link. The
+    /// connection is returned to be kept: dropping it would close the link from the peer's
+    /// side, which the daemon notices at once.
+    async fn black_hole_when_serving(
+        peer: &Peer,
+        relay: &BlackholeRelay,
+        who: &str,
+    ) -> Res<Connection> {
+        let conn = peer
+            .next_connection(T)
+            .await
+            .ok_or_else(|| format!("{who} did not connect"))?;
+        conn.request(Message::Ping(Empty {}), T).await?;
+        relay.black_hole();
+        Ok(conn)
     }
 
     /// From `back` to a request answered on a new connection. Connections accepted earlier
@@ -194,14 +212,19 @@ mod bench {
             let log = dir.path().join(format!("daemon-c{round}.log"));
             let mut child = start(&bin, dir.path(), &ws, &root, &creds, &[], Some(&log))?;
             let took: Res<Duration> = async {
-                let conn = peer
-                    .next_connection(T)
-                    .await
-                    .ok_or("the daemon did not connect")?;
-                conn.request(Message::Ping(Empty {}), T).await?;
-                relay.black_hole();
+                let _link = black_hole_when_serving(&peer, &relay, "the daemon").await?;
                 let back = Instant::now();
-                serving_again(&peer, back, Duration::from_secs(60)).await
+                let took = serving_again(&peer, back, Duration::from_secs(60)).await?;
+                // Nothing but the ping and the pong may notice this link: sooner means the
+                // round measured something else (a link closed rather than black-holed).
+                if took < Duration::from_secs(20) {
+                    return Err(format!(
+                        "serving again after {:.2} s, before any ping could notice: the link was not black-holed",
+                        took.as_secs_f64()
+                    )
+                    .into());
+                }
+                Ok(took)
             }
             .await;
             let _ = child.kill().await;
@@ -233,12 +256,7 @@ mod bench {
         if is_root && ip(&["-V"]) {
             let _ = ip(&["addr", "del", ADDRESS, "dev", "lo"]);
             let mut child = start(&bin, dir.path(), &ws, &root, &creds, &[], None)?;
-            let conn = peer
-                .next_connection(T)
-                .await
-                .ok_or("the daemon did not connect")?;
-            conn.request(Message::Ping(Empty {}), T).await?;
-            relay.black_hole();
+            let _link = black_hole_when_serving(&peer, &relay, "the daemon").await?;
             tokio::time::sleep(Duration::from_millis(500)).await;
             let back = Instant::now();
             let added = ip(&["addr", "add", ADDRESS, "dev", "lo"]);
@@ -275,12 +293,8 @@ mod bench {
                 None,
             )?;
             let took: Res<Duration> = async {
-                let conn = peer
-                    .next_connection(T)
-                    .await
-                    .ok_or("the daemon under libfaketime did not connect")?;
-                conn.request(Message::Ping(Empty {}), T).await?;
-                relay.black_hole();
+                let _link =
+                    black_hole_when_serving(&peer, &relay, "the daemon under libfaketime").await?;
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 let back = Instant::now();
                 std::fs::write(&offset, "+60")?;

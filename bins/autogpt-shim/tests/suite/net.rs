@@ -759,6 +759,27 @@ fn system_proxy_test_allowed(name: &str) -> bool {
     false
 }
 
+/// Starts the daemon with no proxy variable and the site's CA as `tls_ca_file`, and checks
+/// that its token request and its upgrade both went through the proxy that recorded `seen`
+/// (the system proxy `what` names).
+#[cfg(any(windows, target_os = "macos"))]
+async fn assert_both_through_the_system_proxy(
+    site: &Site,
+    ca: &std::path::Path,
+    seen: &Seen,
+    what: &str,
+) {
+    let child = site.start(&[("AUTOGPT_SHIM_TLS_CA_FILE", ca.to_str().unwrap())]);
+    site.assert_serving().await;
+    stop_cleanly(child).await;
+    let want = format!("CONNECT {HIDDEN_HOST}:{} auth=none", site.port);
+    assert_eq!(
+        seen.all(),
+        vec![want.clone(), want],
+        "{what}: token request, then upgrade, both through the system proxy"
+    );
+}
+
 /// With no proxy variable set, the proxy of the system settings carries OAuth and the
 /// WebSocket. On Windows the user's Internet Settings (what Settings > Network & internet >
 /// Proxy writes) in both forms: one proxy for every protocol, with local addresses bypassed
@@ -782,15 +803,7 @@ async fn the_windows_system_proxy_carries_oauth_and_websocket() {
             format!("127.0.0.1:{pport}")
         };
         let _settings = WindowsSystemProxy::set(&server, "<local>;*.intranet.example");
-        let child = site.start(&[("AUTOGPT_SHIM_TLS_CA_FILE", ca.to_str().unwrap())]);
-        site.assert_serving().await;
-        stop_cleanly(child).await;
-        let want = format!("CONNECT {HIDDEN_HOST}:{} auth=none", site.port);
-        assert_eq!(
-            seen.all(),
-            vec![want.clone(), want],
-            "{server}: token request, then upgrade, both through the system proxy"
-        );
+        assert_both_through_the_system_proxy(&site, &ca, &seen, &server).await;
     }
 }
 
@@ -857,15 +870,7 @@ async fn the_macos_system_proxy_carries_oauth_and_websocket() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let child = site.start(&[("AUTOGPT_SHIM_TLS_CA_FILE", ca.to_str().unwrap())]);
-    site.assert_serving().await;
-    stop_cleanly(child).await;
-    let want = format!("CONNECT {HIDDEN_HOST}:{} auth=none", site.port);
-    assert_eq!(
-        seen.all(),
-        vec![want.clone(), want],
-        "token request, then upgrade, both through the system proxy"
-    );
+    assert_both_through_the_system_proxy(&site, &ca, &seen, "networksetup").await;
 }
 
 /// The web and secure web proxies of every enabled network service, set to
