@@ -48,6 +48,24 @@ fn next(state: &mut u64) -> u64 {
     *state
 }
 
+/// Starts the crash child. Under Wine, starting a process right after one was terminated
+/// once failed with ERROR_INTERNAL_ERROR (1359) in CI; the child is the test's scaffolding,
+/// not what it checks, so on Windows a failed start is tried again (up to 5 times, 100 ms
+/// apart).
+fn start_child(cmd: &mut Command, round: usize) -> std::process::Child {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Ok(child) => return child,
+            Err(_) if cfg!(windows) && tries < 5 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("round {round}: cannot start the crash child: {e}"),
+        }
+    }
+}
+
 /// On Windows the kill is `TerminateProcess` (what `taskkill /F` does), in fewer rounds:
 /// starting a process is much slower there (and under Wine).
 #[test]
@@ -65,18 +83,17 @@ fn two_hundred_sigkills_never_break_the_log() {
     let mut recoveries = 0;
     let started = Instant::now();
     for round in 0..ROUNDS {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "suite::crash::crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, &p)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut cmd = Command::new(&exe);
+        cmd.args([
+            "--exact",
+            "suite::crash::crash_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, &p)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+        let mut child = start_child(&mut cmd, round);
         // Wait until the child has its writer open, then let it append for 0-12 ms.
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
