@@ -33,11 +33,61 @@ impl Default for PngOptions {
         PngOptions {
             filter: PngFilter::Fixed(1),
             level: 3,
-            threads: std::thread::available_parallelism()
-                .map_or(1, std::num::NonZeroUsize::get)
-                .clamp(1, 4),
+            threads: cores().clamp(1, 4),
         }
     }
+}
+
+/// The cores this process may use, read once: `available_parallelism` reads the affinity
+/// mask and the cgroup quota on every call, and the encoders ask for every frame.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES
+        .get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+}
+
+/// Rows `0..height` in bands of `per` rows, the last possibly shorter.
+fn band_ranges(height: usize, per: usize) -> Vec<(usize, usize)> {
+    let per = per.max(1);
+    (0..height.div_ceil(per))
+        .map(|b| (b * per, ((b + 1) * per).min(height)))
+        .collect()
+}
+
+/// `work(index, rows)` for every band, in band order: each on its own scoped thread when
+/// there are several, on this one when there is one. `what` names the encoder in the error
+/// of a thread that panicked.
+fn on_bands<T: Send>(
+    ranges: &[(usize, usize)],
+    what: &str,
+    work: impl Fn(usize, (usize, usize)) -> CuResult<T> + Sync,
+) -> Vec<CuResult<T>> {
+    if ranges.len() == 1 {
+        return ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| work(i, *r))
+            .collect();
+    }
+    std::thread::scope(|s| {
+        let work = &work;
+        let handles: Vec<_> = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let r = *r;
+                s.spawn(move || work(i, r))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(CuError::internal(format!("{what} encoding thread failed")))
+                })
+            })
+            .collect()
+    })
 }
 
 /// Encodes lossless RGB PNG with the default [`PngOptions`].
@@ -58,40 +108,11 @@ pub fn png_with(img: &Image, opts: PngOptions) -> CuResult<Vec<u8>> {
     let bands = opts.threads.clamp(1, height.max(1));
     let per = height.div_ceil(bands);
     let level = flate2::Compression::new(u32::from(opts.level.min(9)));
-    let ranges: Vec<(usize, usize)> = (0..bands)
-        .map(|b| (b * per, ((b + 1) * per).min(height)))
-        .filter(|(a, z)| a < z)
-        .collect();
+    let ranges = band_ranges(height, per);
     let last = ranges.len() - 1;
-    let work = |i: usize, (a, z): (usize, usize)| {
+    let parts = on_bands(&ranges, "PNG", |i, (a, z)| {
         band(&img.rgb, stride, a, z, opts.filter, level, i == last)
-    };
-    let parts: Vec<CuResult<(Vec<u8>, u32, usize)>> = if ranges.len() == 1 {
-        ranges
-            .iter()
-            .enumerate()
-            .map(|(i, r)| work(i, *r))
-            .collect()
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = ranges
-                .iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    let work = &work;
-                    let r = *r;
-                    s.spawn(move || work(i, r))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(CuError::internal("PNG encoding thread failed")))
-                })
-                .collect()
-        })
-    };
+    });
     let mut zlib = Vec::with_capacity(stride * height / 8);
     // CMF: deflate with a 32 KiB window; FLG: the level class, with the check bits.
     zlib.extend_from_slice(match opts.level {
@@ -294,8 +315,7 @@ pub fn jpeg(img: &Image, quality: i64) -> CuResult<Vec<u8>> {
 /// [`jpeg`], choosing whether the Huffman tables are optimised (for measurements; optimised
 /// tables differ per band, so such images are encoded in one piece).
 pub fn jpeg_with(img: &Image, quality: i64, optimize_huffman: bool) -> CuResult<Vec<u8>> {
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    jpeg_in_bands(img, quality, optimize_huffman, threads.clamp(1, 4))
+    jpeg_in_bands(img, quality, optimize_huffman, cores().clamp(1, 4))
 }
 
 /// The fewest 16-row MCU rows a band has: below that a thread costs more than it saves.
@@ -327,26 +347,10 @@ pub(crate) fn jpeg_in_bands(
     let Ok(interval) = u16::try_from(usize::from(w).div_ceil(16) * (band_rows / 16)) else {
         return jpeg_one(&img.rgb, w, h, q, false);
     };
-    let ranges: Vec<(usize, usize)> = (0..bands)
-        .map(|b| (b * band_rows, ((b + 1) * band_rows).min(usize::from(h))))
-        .filter(|(a, z)| a < z)
-        .collect();
-    let parts: Vec<CuResult<Vec<u8>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = ranges
-            .iter()
-            .map(|&(a, z)| {
-                let rows = img.rgb.get(a * stride..z * stride).unwrap_or(&[]);
-                let rows_h = u16::try_from(z - a).unwrap_or(0);
-                s.spawn(move || jpeg_one(rows, w, rows_h, q, false))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(CuError::internal("JPEG encoding thread failed")))
-            })
-            .collect()
+    let ranges = band_ranges(usize::from(h), band_rows);
+    let parts = on_bands(&ranges, "JPEG", |_, (a, z)| {
+        let rows = img.rgb.get(a * stride..z * stride).unwrap_or(&[]);
+        jpeg_one(rows, w, u16::try_from(z - a).unwrap_or(0), q, false)
     });
     let parts: Vec<Vec<u8>> = parts.into_iter().collect::<CuResult<_>>()?;
     match crate::jpeg_bands::join(&parts, h, interval) {
