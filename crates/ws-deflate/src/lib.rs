@@ -9,6 +9,7 @@
 //! [`negotiate`] has the header logic for both sides.
 
 pub mod negotiate;
+mod pack;
 mod stream;
 
 pub use negotiate::NegotiationError;

@@ -9,7 +9,6 @@ use std::task::Poll;
 use flate2::Compress;
 use flate2::Compression;
 use flate2::Decompress;
-use flate2::FlushCompress;
 use flate2::FlushDecompress;
 use tokio::io::AsyncRead;
 use tokio::io::AsyncWrite;
@@ -20,6 +19,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::OpCode;
 
 use crate::negotiate;
 use crate::negotiate::Params;
+use crate::pack;
+use crate::pack::TAIL;
 
 /// Which end of the connection this stream is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,11 +83,8 @@ fn consume(buf: &mut Vec<u8>, n: usize) {
 }
 /// Compressed output waiting for the socket beyond which writes wait.
 const HIGH_WATER: usize = 1 << 20;
-/// RFC 7692 section 7.2.1: the tail every sync-flushed message ends with, removed on the
-/// wire.
-const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 
-fn invalid(msg: impl Into<String>) -> io::Error {
+pub(crate) fn invalid(msg: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.into())
 }
 
@@ -313,31 +311,6 @@ fn inflate(d: &mut Decompress, mut input: Vec<u8>, max: usize) -> io::Result<Vec
     }
 }
 
-fn deflate(c: &mut Compress, input: &[u8]) -> io::Result<Vec<u8>> {
-    let mut out: Vec<u8> = Vec::with_capacity(input.len() / 2 + 64);
-    let start = c.total_in();
-    loop {
-        if out.capacity() - out.len() < 64 {
-            out.reserve(out.capacity().max(4096));
-        }
-        let done = usize::try_from(c.total_in() - start).unwrap_or(usize::MAX);
-        c.compress_vec(
-            input.get(done..).unwrap_or(&[]),
-            &mut out,
-            FlushCompress::Sync,
-        )
-        .map_err(|e| invalid(format!("deflate failed: {e}")))?;
-        let done = usize::try_from(c.total_in() - start).unwrap_or(usize::MAX);
-        if done >= input.len() && out.len() < out.capacity() {
-            break;
-        }
-    }
-    if out.ends_with(&TAIL) {
-        out.truncate(out.len() - TAIL.len());
-    }
-    Ok(out)
-}
-
 impl<S> DeflateStream<S> {
     /// Turns the complete frames in `read.raw` into what tungstenite reads.
     fn process_read(&mut self) -> io::Result<()> {
@@ -444,11 +417,15 @@ impl<S> DeflateStream<S> {
                     .write
                     .deflater
                     .get_or_insert_with(|| Compress::new_with_window_bits(level, false, bits));
-                let packed = deflate(c, &plain)?;
-                if !takeover {
+                let packed = pack::deflate_message(c, level, bits, &plain)?;
+                let smaller = packed.len() < plain.len();
+                if !takeover || !smaller {
+                    // Without takeover every message starts afresh. A message sent plain
+                    // never reaches the peer's inflater, so the compressor must forget it
+                    // too, or the next message could point back into bytes the peer lacks.
                     c.reset();
                 }
-                if packed.len() < plain.len() {
+                if smaller {
                     let mut header = h.clone();
                     header.rsv1 = true;
                     put_frame(&mut self.write.out, &header, packed)?;

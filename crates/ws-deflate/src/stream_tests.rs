@@ -255,7 +255,7 @@ async fn declined_or_disabled_means_plain_frames() {
 /// Compresses `text` as one permessage-deflate message (no context).
 fn compressed(text: &[u8]) -> Vec<u8> {
     let mut c = Compress::new(Compression::default(), false);
-    deflate(&mut c, text).unwrap()
+    crate::pack::deflate_message(&mut c, Compression::default(), 15, text).unwrap()
 }
 
 #[tokio::test]
@@ -413,4 +413,44 @@ async fn per_end(limits: Option<ServerLimits>) -> u64 {
         c.next().await.unwrap().unwrap();
     }
     rss().saturating_sub(before) / (2 * conns.len() as u64)
+}
+
+/// Bytes deflate cannot shrink (a xorshift stream).
+fn incompressible(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_message_sent_plain_is_not_in_the_peers_window() {
+    // A message deflate cannot shrink goes out uncompressed, so the peer's inflater never
+    // sees it: the next compressed message must not point back into it. Sending the same
+    // bytes again (plus a compressible tail) is what would make a compressor do that.
+    let (mut client, mut server, _, _) =
+        pair(true, Some(ServerLimits::default()), Options::default())
+            .await
+            .unwrap();
+    let noise = incompressible(20_000, 99);
+    for (from_client, round) in [(true, 0u8), (false, 1), (true, 2)] {
+        let first = Message::binary(noise.clone());
+        let mut again = noise.clone();
+        again.extend(std::iter::repeat_n(round, 30_000));
+        let second = Message::binary(again);
+        let (tx, rx) = if from_client {
+            (&mut client, &mut server)
+        } else {
+            (&mut server, &mut client)
+        };
+        tx.send(first.clone()).await.unwrap();
+        tx.send(second.clone()).await.unwrap();
+        assert_eq!(rx.next().await.unwrap().unwrap(), first);
+        assert_eq!(rx.next().await.unwrap().unwrap(), second);
+    }
 }
