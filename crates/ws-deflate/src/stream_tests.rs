@@ -454,3 +454,19 @@ async fn a_message_sent_plain_is_not_in_the_peers_window() {
         assert_eq!(rx.next().await.unwrap().unwrap(), second);
     }
 }
+
+#[test]
+fn the_wide_mask_matches_the_byte_mask() {
+    let mask = [0x12, 0x9a, 0xf0, 0x0f];
+    for len in 0..41 {
+        let data = incompressible(len, len as u64 + 1);
+        let mut wide = data.clone();
+        apply_mask(&mut wide, mask);
+        let bytewise: Vec<u8> = data
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ mask[i % 4])
+            .collect();
+        assert_eq!(wide, bytewise, "length {len}");
+    }
+}
