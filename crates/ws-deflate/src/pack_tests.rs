@@ -115,22 +115,9 @@ fn the_message_after_a_split_points_back_into_it() {
 fn pieces_cost_almost_no_size() {
     let level = Compression::new(2);
     let big = screen_text(800_000, 5);
-    let whole = deflate_in_pieces(
-        &mut Compress::new_with_window_bits(level, false, 15),
-        level,
-        15,
-        &big,
-        1,
-    )
-    .unwrap();
-    let split = deflate_in_pieces(
-        &mut Compress::new_with_window_bits(level, false, 15),
-        level,
-        15,
-        &big,
-        4,
-    )
-    .unwrap();
+    let fresh = || Compress::new_with_window_bits(level, false, 15);
+    let whole = deflate_in_pieces(&mut fresh(), level, 15, &big, 1).unwrap();
+    let split = deflate_in_pieces(&mut fresh(), level, 15, &big, 4).unwrap();
     assert!(
         split.len() * 1000 <= whole.len() * 1005,
         "4 pieces {} bytes, one {}",
