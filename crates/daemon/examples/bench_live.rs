@@ -482,7 +482,9 @@ mod bench {
         let _ = child.start_kill();
         let _ = child.wait().await;
         if !pass {
-            std::process::exit(1);
+            // Returned, not `process::exit`: the Xvfb, the scene and the temporary files
+            // are dropped on the way out instead of outliving the bench.
+            return Err("a target above printed FAIL".into());
         }
         Ok(())
     }
