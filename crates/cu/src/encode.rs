@@ -71,20 +71,26 @@ fn on_bands<T: Send>(
     }
     std::thread::scope(|s| {
         let work = &work;
+        // A band whose thread cannot be started (the process at its thread limit) is
+        // encoded on this thread when its turn comes, instead of `scope.spawn`'s panic.
         let handles: Vec<_> = ranges
             .iter()
             .enumerate()
             .map(|(i, r)| {
                 let r = *r;
-                s.spawn(move || work(i, r))
+                let h = std::thread::Builder::new()
+                    .spawn_scoped(s, move || work(i, r))
+                    .ok();
+                (i, r, h)
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
+            .map(|(i, r, h)| match h {
+                Some(h) => h.join().unwrap_or_else(|_| {
                     Err(CuError::internal(format!("{what} encoding thread failed")))
-                })
+                }),
+                None => work(i, r),
             })
             .collect()
     })
