@@ -73,15 +73,11 @@ pub(crate) fn deflate_in_pieces(
         deflate_sync(c, input)?
     } else {
         let step = input.len().div_ceil(pieces);
-        let starts: Vec<usize> = (0..pieces).map(|i| i * step).collect();
-        let piece = |i: usize| {
-            let start = starts.get(i).copied().unwrap_or(input.len());
-            let end = starts.get(i + 1).copied().unwrap_or(input.len());
-            input.get(start..end).unwrap_or(&[])
-        };
+        let parts: Vec<&[u8]> = input.chunks(step).collect();
+        let piece = |i: usize| parts.get(i).copied().unwrap_or(&[]);
         // Piece `i > 0`: its own compressor, primed with the window before it.
         let later = |i: usize| {
-            let start = starts.get(i).copied().unwrap_or(input.len());
+            let start = i * step;
             let dict = input
                 .get(start.saturating_sub(window)..start)
                 .unwrap_or(&[]);
@@ -93,7 +89,7 @@ pub(crate) fn deflate_in_pieces(
         let rest = std::thread::scope(|s| {
             // A piece whose thread cannot be started (the process at its thread limit) is
             // deflated on this thread when its turn comes, instead of `scope.spawn`'s panic.
-            let handles: Vec<_> = (1..pieces)
+            let handles: Vec<_> = (1..parts.len())
                 .map(|i| {
                     let h = std::thread::Builder::new()
                         .spawn_scoped(s, move || later(i))

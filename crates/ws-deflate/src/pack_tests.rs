@@ -1,25 +1,10 @@
 use flate2::Decompress;
-use flate2::FlushDecompress;
 
 use super::*;
 
-/// Inflates one message the way the receiving end does: its own inflater, kept across
-/// messages (context takeover), the stripped tail put back.
+/// Inflates one message as the receiving end does (its inflater kept across messages).
 fn inflate(d: &mut Decompress, packed: &[u8]) -> Vec<u8> {
-    let mut input = packed.to_vec();
-    input.extend_from_slice(&TAIL);
-    let mut out = Vec::with_capacity(input.len() * 8 + 1024);
-    let start = d.total_in();
-    loop {
-        let done = usize::try_from(d.total_in() - start).unwrap();
-        d.decompress_vec(&input[done..], &mut out, FlushDecompress::Sync)
-            .unwrap();
-        let done = usize::try_from(d.total_in() - start).unwrap();
-        if done >= input.len() && out.len() < out.capacity() {
-            return out;
-        }
-        out.reserve(out.capacity());
-    }
+    crate::stream::inflate(d, packed.to_vec(), 64 << 20).unwrap()
 }
 
 /// Text like a screenshot answer: base64-ish runs with repetition at every distance.

@@ -285,9 +285,10 @@ fn next_frame(buf: &[u8], max: usize) -> io::Result<Option<(FrameHeader, usize, 
     }
 }
 
-fn inflate(d: &mut Decompress, mut input: Vec<u8>, max: usize) -> io::Result<Vec<u8>> {
+pub(crate) fn inflate(d: &mut Decompress, mut input: Vec<u8>, max: usize) -> io::Result<Vec<u8>> {
     input.extend_from_slice(&TAIL);
-    let mut out: Vec<u8> = Vec::with_capacity(input.len().saturating_mul(3).min(max + 1));
+    let mut out: Vec<u8> =
+        Vec::with_capacity(input.len().saturating_mul(3).min(max.saturating_add(1)));
     let mut consumed = 0usize;
     loop {
         if out.len() == out.capacity() {
