@@ -54,45 +54,40 @@ fn band_ranges(height: usize, per: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// `work(index, rows)` for every band, in band order: each on its own scoped thread when
-/// there are several, on this one when there is one. `what` names the encoder in the error
-/// of a thread that panicked.
+/// `work(index, rows)` for every band, in band order: the first on this thread, each other
+/// on its own scoped thread. `what` names the encoder in the error of a thread that
+/// panicked.
 fn on_bands<T: Send>(
     ranges: &[(usize, usize)],
     what: &str,
     work: impl Fn(usize, (usize, usize)) -> CuResult<T> + Sync,
 ) -> Vec<CuResult<T>> {
-    if ranges.len() == 1 {
-        return ranges
-            .iter()
-            .enumerate()
-            .map(|(i, r)| work(i, *r))
-            .collect();
-    }
+    let Some((&first, rest)) = ranges.split_first() else {
+        return Vec::new();
+    };
     std::thread::scope(|s| {
         let work = &work;
         // A band whose thread cannot be started (the process at its thread limit) is
         // encoded on this thread when its turn comes, instead of `scope.spawn`'s panic.
-        let handles: Vec<_> = ranges
+        let handles: Vec<_> = rest
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let r = *r;
+                let (i, r) = (i + 1, *r);
                 let h = std::thread::Builder::new()
                     .spawn_scoped(s, move || work(i, r))
                     .ok();
                 (i, r, h)
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|(i, r, h)| match h {
-                Some(h) => h.join().unwrap_or_else(|_| {
-                    Err(CuError::internal(format!("{what} encoding thread failed")))
-                }),
-                None => work(i, r),
-            })
-            .collect()
+        let mut parts = vec![work(0, first)];
+        parts.extend(handles.into_iter().map(|(i, r, h)| match h {
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(CuError::internal(format!("{what} encoding thread failed")))
+            }),
+            None => work(i, r),
+        }));
+        parts
     })
 }
 
